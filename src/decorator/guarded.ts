@@ -1,0 +1,56 @@
+import type { ExecutionContext } from '../guard/execution-context.js';
+import type { RunResult } from '../guard/run-result.js';
+
+/**
+ * A method decorator for both TypeScript modes. Under standard decorators the method must return
+ * a Promise whose type admits `undefined` (`Promise<T | undefined>`, or `Promise<void>`), because a
+ * skipped call resolves to `undefined`.
+ */
+export interface GuardedDecorator {
+  /** Standard decorators (TypeScript 5+ default). */
+  <This, Args extends unknown[], Return>(
+    method: (this: This, ...args: Args) => Promise<Return>,
+    context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<Return>>,
+  ): (this: This, ...args: Args) => Promise<Return | undefined>;
+  /** `experimentalDecorators` (NestJS and most existing apps). */
+  (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor): void;
+}
+
+/** Runs a method body under the job's lock. */
+export type GuardedRunner = (fn: (context: ExecutionContext) => Promise<unknown>) => Promise<RunResult<unknown>>;
+
+type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
+
+/** Builds the decorator around a runner; `this` and the arguments pass through to the method. */
+export function createGuardedDecorator(runner: GuardedRunner): GuardedDecorator {
+  function wrap(method: AnyMethod): AnyMethod {
+    const wrapped = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      const result = await runner(async () => method.apply(this, args));
+      return result.executed ? result.value : undefined;
+    };
+    Object.defineProperty(wrapped, 'name', { value: method.name });
+    return wrapped;
+  }
+
+  function decorator(...args: unknown[]): unknown {
+    const [first, second, third] = args;
+    if (isStandardContext(second)) {
+      if (second.kind !== 'method' || typeof first !== 'function') {
+        throw new TypeError(`Expected @guarded to decorate a method, got a ${second.kind}`);
+      }
+      return wrap(first as AnyMethod);
+    }
+    const descriptor = third as PropertyDescriptor | undefined;
+    if (descriptor === undefined || typeof descriptor.value !== 'function') {
+      throw new TypeError(`Expected @guarded to decorate a method, got ${String(second)}`);
+    }
+    descriptor.value = wrap(descriptor.value as AnyMethod);
+    return undefined;
+  }
+
+  return decorator as GuardedDecorator;
+}
+
+function isStandardContext(value: unknown): value is { kind: string } {
+  return typeof value === 'object' && value !== null && typeof (value as { kind?: unknown }).kind === 'string';
+}

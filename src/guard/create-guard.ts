@@ -1,0 +1,126 @@
+import { hostname } from 'node:os';
+import type { Kysely } from 'kysely';
+import { DEFAULT_DATABASE, openDatabase, type DatabaseInput } from '../database/connect.js';
+import { runMigrations } from '../database/migrate.js';
+import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../database/table-names.js';
+import { createGuardedDecorator, type GuardedDecorator } from '../decorator/guarded.js';
+import { describeValue } from './describe-value.js';
+import type { DialectName, TableNames } from './dialect.js';
+import { GuardError } from './errors.js';
+import { execute, type ExecuteEnvironment, type JobFunction } from './execute.js';
+import { resolveDefaults, resolveJob, type JobDefaults, type JobOptions, type ResolvedDefaults } from './job-options.js';
+import { consoleLogger, type Logger } from './logger.js';
+import type { RunResult } from './run-result.js';
+
+/** How a guard connects and what its jobs default to. */
+export interface GuardOptions {
+  /** Where the lock rows live: a URL, a Kysely instance, or a pg, mysql2 or better-sqlite3 pool/database you own. @default 'sqlite:./cronguard.sqlite' */
+  database?: DatabaseInput;
+  /** Prefix of the guard's tables (`<prefix>locks`); an identifier, or `schema.prefix` on PostgreSQL. @default 'cronguard_' */
+  tablePrefix?: string;
+  /** Who holds a lock, for humans reading the table; not the ownership check (a per-execution token is). @default `${hostname()}:${process.pid}` */
+  lockedBy?: string;
+  /** Durations for jobs that do not set their own. @default { lockAtLeastFor: 0 } */
+  defaults?: JobDefaults;
+  /** Receives warnings (a lock lost) and errors (database failures); normal skips are never logged. @default console */
+  logger?: Logger;
+}
+
+const MAX_LOCKED_BY_LENGTH = 255;
+
+/** A guard: runs jobs under their lock rows in one database. */
+export class Guard {
+  /** The dialect of the guard's database. */
+  readonly dialect: DialectName;
+  readonly #db: Kysely<unknown>;
+  readonly #owned: boolean;
+  readonly #tables: TableNames;
+  readonly #defaults: ResolvedDefaults;
+  readonly #environment: ExecuteEnvironment;
+  #closed = false;
+
+  constructor(options: GuardOptions = {}) {
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError(`Expected guard options to be an object, got ${describeValue(options)}`);
+    }
+    const logger = options.logger ?? consoleLogger;
+    if (typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
+      throw new TypeError(`Expected \`logger\` to have warn() and error() methods, got ${describeValue(logger)}`);
+    }
+    const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
+    if (typeof lockedBy !== 'string' || lockedBy.length === 0 || lockedBy.length > MAX_LOCKED_BY_LENGTH) {
+      throw new TypeError(
+        `Expected \`lockedBy\` to be a string of 1 to ${MAX_LOCKED_BY_LENGTH} characters, got ${describeValue(lockedBy)}`,
+      );
+    }
+    this.#defaults = resolveDefaults(options.defaults);
+    const opened = openDatabase(options.database ?? DEFAULT_DATABASE, logger);
+    this.dialect = opened.dialect.name;
+    this.#db = opened.db;
+    this.#owned = opened.owned;
+    try {
+      this.#tables = resolveTableNames(options.tablePrefix ?? DEFAULT_TABLE_PREFIX, opened.dialect);
+    } catch (error) {
+      if (opened.owned) void opened.db.destroy();
+      throw error;
+    }
+    this.#environment = {
+      store: opened.dialect.createLockStore(opened.db, this.#tables),
+      dialect: opened.dialect,
+      lockedBy,
+      logger,
+    };
+  }
+
+  /**
+   * Runs `fn` if this execution takes the job's lock, else skips. Resolves with
+   * `{ executed: true, value }`, or `{ executed: false, reason }` for a skip; rejects with the
+   * job's own error (after releasing the lock), or a `TypeError` for bad options.
+   */
+  async run<T>(job: JobOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
+    return this.runResolved(resolveJob(job, this.#defaults), fn);
+  }
+
+  /** `run` for options validated beforehand (the decorator validates once, when applied). */
+  async runResolved<T>(job: ReturnType<typeof resolveJob>, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
+    if (this.#closed) {
+      return {
+        executed: false,
+        reason: 'error',
+        error: new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name }),
+      };
+    }
+    return execute(this.#environment, job, fn);
+  }
+
+  /** Validates job options against this guard's defaults; a `TypeError` when they are wrong. */
+  resolveJob(job: JobOptions): ReturnType<typeof resolveJob> {
+    return resolveJob(job, this.#defaults);
+  }
+
+  /**
+   * A method decorator (standard or `experimentalDecorators`) that runs the method under the job's
+   * lock. A skipped call resolves to `undefined`. Options are validated here, when applied.
+   */
+  guarded(options: JobOptions): GuardedDecorator {
+    const job = this.resolveJob(options);
+    return createGuardedDecorator((fn) => this.runResolved(job, fn));
+  }
+
+  /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */
+  async migrate(): Promise<void> {
+    await runMigrations(this.#db, this.#environment.dialect, this.#tables);
+  }
+
+  /** Stops admitting runs and ends the pool the guard opened (never one you passed in). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#owned) await this.#db.destroy();
+  }
+}
+
+/** Creates a guard. Options are validated now: a `TypeError` names the option and the value. */
+export function createGuard(options: GuardOptions = {}): Guard {
+  return new Guard(options);
+}

@@ -1,0 +1,47 @@
+import { Duration } from 'luxon';
+import { describeValue } from './describe-value.js';
+
+/**
+ * A length of time: milliseconds as a number, a short string (`'500ms'`, `'30s'`, `'5m'`, `'2h'`,
+ * `'1d'`), an ISO 8601 duration (`'PT30S'`), or a luxon `Duration`.
+ */
+export type DurationInput = number | string | Duration;
+
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const SHORT_FORM = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+
+/** Where a duration came from, for the error message. */
+export interface DurationSource {
+  option: string;
+  job: string | undefined;
+}
+
+/**
+ * Milliseconds for a duration option, or a `TypeError` naming the option, the job and the value.
+ * Calendar units in ISO strings (`P1M`) use luxon's casual conversion (a month is 30 days).
+ */
+export function parseDuration(value: unknown, source: DurationSource): number {
+  const ms = toMilliseconds(value);
+  if (ms === undefined || !Number.isFinite(ms) || ms < 0) {
+    const of = source.job === undefined ? '' : ` of job ${JSON.stringify(source.job)}`;
+    throw new TypeError(
+      `Expected \`${source.option}\`${of} to be a duration like '5m' or 'PT5M', got ${describeValue(value)}`,
+    );
+  }
+  return ms;
+}
+
+function toMilliseconds(value: unknown): number | undefined {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string') {
+    const short = SHORT_FORM.exec(value);
+    if (short) return Number(short[1]) * UNIT_MS[short[2] as keyof typeof UNIT_MS];
+    if (value.startsWith('P') || value.startsWith('-P')) {
+      const iso = Duration.fromISO(value);
+      return iso.isValid ? iso.toMillis() : undefined;
+    }
+    return undefined;
+  }
+  if (Duration.isDuration(value)) return value.isValid ? value.toMillis() : undefined;
+  return undefined;
+}

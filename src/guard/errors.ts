@@ -1,0 +1,33 @@
+/** What went wrong, for code that branches on it. */
+export type GuardErrorCode =
+  /** The acquire statement failed (database unreachable, timeout, permission…). The run was skipped. */
+  | 'ACQUIRE_FAILED'
+  /** The release statement failed. The lock expires by itself at `lockAtMostFor`. */
+  | 'RELEASE_FAILED'
+  /** The lock table does not exist: run `guard.migrate()` or `cronguard migrate`. */
+  | 'TABLE_MISSING'
+  /** The guard was closed; it admits no new runs. */
+  | 'GUARD_CLOSED'
+  /** The standalone `guarded()` decorator ran before `setDefaultGuard()`. */
+  | 'NO_DEFAULT_GUARD'
+  /** `migrate()` failed. */
+  | 'MIGRATION_FAILED'
+  /** The reason of `ctx.signal` when the job's local deadline passed: its lock is about to expire. */
+  | 'DEADLINE';
+
+/**
+ * A runtime failure of the guard itself (not of the job). The driver error, when there is one,
+ * is the `cause`.
+ */
+export class GuardError extends Error {
+  override readonly name = 'GuardError';
+  readonly code: GuardErrorCode;
+  /** The job the failure concerns, when there is one. */
+  readonly job: string | undefined;
+
+  constructor(code: GuardErrorCode, message: string, options: { cause?: unknown; job?: string } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.job = options.job;
+  }
+}

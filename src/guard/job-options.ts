@@ -1,0 +1,123 @@
+import { describeValue } from './describe-value.js';
+import { parseDuration, type DurationInput } from './duration.js';
+
+/** What one guarded job is: its lock row's name and how long the lock is held. */
+export interface JobOptions {
+  /** The job's name; one lock row per name. 1 to 255 characters of any Unicode except NUL, stored byte-exact. */
+  name: string;
+  /** The longest the lock is held, in case the holder dies or hangs; the job must finish within it. @default the guard's `defaults.lockAtMostFor` */
+  lockAtMostFor?: DurationInput;
+  /** The shortest the lock is held, even when the job ends sooner (absorbs clock and timer lag between replicas). @default the guard's `defaults.lockAtLeastFor`, else 0 */
+  lockAtLeastFor?: DurationInput;
+}
+
+/** Durations every job of a guard falls back on. */
+export interface JobDefaults {
+  /** The `lockAtMostFor` of jobs that set none. @default none: each job must set its own */
+  lockAtMostFor?: DurationInput;
+  /** The `lockAtLeastFor` of jobs that set none. @default 0 */
+  lockAtLeastFor?: DurationInput;
+}
+
+/** Job options after validation, in milliseconds. Built once per decorator or per call. */
+export interface ResolvedJob {
+  readonly name: string;
+  readonly lockAtMostForMs: number;
+  readonly lockAtLeastForMs: number;
+  /** How long before `lockAtMostFor` the job's `signal` fires: 5% of it, at least 1 s, at most half. */
+  readonly stopMarginMs: number;
+}
+
+/** Defaults after validation. */
+export interface ResolvedDefaults {
+  readonly lockAtMostForMs: number | undefined;
+  readonly lockAtLeastForMs: number;
+}
+
+export const MAX_NAME_LENGTH = 255;
+
+export function resolveDefaults(defaults: JobDefaults | undefined): ResolvedDefaults {
+  if (defaults !== undefined && (typeof defaults !== 'object' || defaults === null)) {
+    throw new TypeError(`Expected \`defaults\` to be an object, got ${describeValue(defaults)}`);
+  }
+  const lockAtMostForMs =
+    defaults?.lockAtMostFor === undefined
+      ? undefined
+      : positiveDuration(defaults.lockAtMostFor, 'defaults.lockAtMostFor', undefined);
+  const lockAtLeastForMs =
+    defaults?.lockAtLeastFor === undefined
+      ? 0
+      : parseDuration(defaults.lockAtLeastFor, { option: 'defaults.lockAtLeastFor', job: undefined });
+  if (lockAtMostForMs !== undefined && lockAtLeastForMs > lockAtMostForMs) {
+    throw new TypeError(
+      `Expected \`defaults.lockAtLeastFor\` (${lockAtLeastForMs} ms) to be at most \`defaults.lockAtMostFor\` (${lockAtMostForMs} ms)`,
+    );
+  }
+  return { lockAtMostForMs, lockAtLeastForMs };
+}
+
+/**
+ * Validates the options of one job against the guard's defaults. Throws a `TypeError` naming the
+ * option, the job and the value received.
+ */
+export function resolveJob(options: JobOptions, defaults: ResolvedDefaults): ResolvedJob {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`Expected job options to be an object with a \`name\`, got ${describeValue(options)}`);
+  }
+  const name = validateJobName(options.name);
+  const lockAtMostForMs =
+    options.lockAtMostFor === undefined
+      ? defaults.lockAtMostForMs
+      : positiveDuration(options.lockAtMostFor, 'lockAtMostFor', name);
+  if (lockAtMostForMs === undefined) {
+    throw new TypeError(
+      `Expected \`lockAtMostFor\` of job ${JSON.stringify(name)} to be a duration like '5m' or 'PT5M', got undefined ` +
+        '(set it on the job or in the guard\'s `defaults`)',
+    );
+  }
+  const lockAtLeastForMs =
+    options.lockAtLeastFor === undefined
+      ? defaults.lockAtLeastForMs
+      : parseDuration(options.lockAtLeastFor, { option: 'lockAtLeastFor', job: name });
+  if (lockAtLeastForMs > lockAtMostForMs) {
+    throw new TypeError(
+      `Expected \`lockAtLeastFor\` of job ${JSON.stringify(name)} (${lockAtLeastForMs} ms) to be at most ` +
+        `\`lockAtMostFor\` (${lockAtMostForMs} ms)`,
+    );
+  }
+  return { name, lockAtMostForMs, lockAtLeastForMs, stopMarginMs: defaultStopMargin(lockAtMostForMs) };
+}
+
+/**
+ * Checks what can be checked without the guard's defaults: the standalone `guarded()` decorator
+ * runs this when it is applied, and `resolveJob` again at call time.
+ */
+export function checkJobOptions(options: JobOptions): void {
+  resolveJob(options, { lockAtMostForMs: Number.MAX_SAFE_INTEGER, lockAtLeastForMs: 0 });
+}
+
+/**
+ * A job name: 1 to 255 code points of well-formed Unicode without NUL (PostgreSQL `text` cannot
+ * hold NUL, and a lone surrogate has no UTF-8 bytes to store byte-exact).
+ */
+export function validateJobName(name: unknown): string {
+  if (typeof name === 'string' && name.length > 0 && name.isWellFormed() && !name.includes('\0')) {
+    let codePoints = 0;
+    for (const _ of name) codePoints += 1;
+    if (codePoints <= MAX_NAME_LENGTH) return name;
+  }
+  throw new TypeError(
+    `Expected \`name\` to be a string of 1 to ${MAX_NAME_LENGTH} characters without NUL, got ${describeValue(name)}`,
+  );
+}
+
+function positiveDuration(value: DurationInput, option: string, job: string | undefined): number {
+  const ms = parseDuration(value, { option, job });
+  if (ms > 0) return ms;
+  const of = job === undefined ? '' : ` of job ${JSON.stringify(job)}`;
+  throw new TypeError(`Expected \`${option}\`${of} to be a duration greater than 0, got ${describeValue(value)}`);
+}
+
+function defaultStopMargin(lockAtMostForMs: number): number {
+  return Math.min(Math.max(lockAtMostForMs * 0.05, 1_000), lockAtMostForMs / 2);
+}

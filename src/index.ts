@@ -1,0 +1,15 @@
+export { createGuard, Guard, type GuardOptions } from './guard/create-guard.js';
+export { GuardError, type GuardErrorCode } from './guard/errors.js';
+export type { RunResult, SkipReason } from './guard/run-result.js';
+export type { ExecutionContext } from './guard/execution-context.js';
+export type { JobFunction } from './guard/execute.js';
+export type { JobOptions, JobDefaults } from './guard/job-options.js';
+export type { DurationInput } from './guard/duration.js';
+export type { DialectName } from './guard/dialect.js';
+export type { Logger } from './guard/logger.js';
+export type { DatabaseInput, KyselyLike } from './database/connect.js';
+export type { PostgresPoolLike } from './postgres/connection.js';
+export type { MysqlPoolLike } from './mysql/connection.js';
+export type { SqliteDatabaseLike } from './sqlite/connection.js';
+export { guarded, setDefaultGuard } from './decorator/default-guard.js';
+export type { GuardedDecorator } from './decorator/guarded.js';

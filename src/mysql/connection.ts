@@ -1,0 +1,45 @@
+import { Kysely, MysqlDialect, type MysqlPool } from 'kysely';
+import { createPool } from 'mysql2';
+import type { Logger } from '../guard/logger.js';
+
+/**
+ * Structural type of a mysql2 pool, callback (`mysql2.createPool`) or promise
+ * (`mysql2/promise`), so that the public API does not depend on mysql2's types.
+ */
+export interface MysqlPoolLike {
+  getConnection(...args: never[]): unknown;
+  end(...args: never[]): unknown;
+  readonly config: object;
+}
+
+export function isMysqlPool(value: object): value is MysqlPoolLike {
+  return (
+    typeof (value as { getConnection?: unknown }).getConnection === 'function' &&
+    typeof (value as { config?: unknown }).config === 'object' &&
+    !('totalCount' in value)
+  );
+}
+
+/** A pool the guard owns, from a `mysql://` URL. */
+export function openMysql(url: string, logger: Logger): Kysely<unknown> {
+  const pool = createPool({
+    uri: url,
+    connectionLimit: 10,
+    // A down database must fail an acquire quickly (the run is skipped), not hang the tick.
+    connectTimeout: 5_000,
+    // DATETIME columns hold UTC; read them as UTC, never in the process's zone.
+    timezone: 'Z',
+    charset: 'utf8mb4',
+  });
+  pool.on('connection', (connection) => {
+    connection.on('error', (error: Error) => logger.error(`MySQL connection error: ${error.message}`));
+  });
+  return new Kysely<unknown>({ dialect: new MysqlDialect({ pool: pool as unknown as MysqlPool }) });
+}
+
+/** Wraps the user's pool; the guard never ends it. A promise pool is unwrapped to its callback pool. */
+export function adoptMysqlPool(pool: MysqlPoolLike): Kysely<unknown> {
+  const inner = (pool as { pool?: unknown }).pool;
+  const callbackPool = typeof inner === 'object' && inner !== null && isMysqlPool(inner) ? inner : pool;
+  return new Kysely<unknown>({ dialect: new MysqlDialect({ pool: callbackPool as unknown as MysqlPool }) });
+}

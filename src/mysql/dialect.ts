@@ -1,0 +1,14 @@
+import type { Dialect } from '../guard/dialect.js';
+import { openMysql } from './connection.js';
+import { createMysqlLockStore } from './lock-store.js';
+import { isMysqlMissingTable, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
+
+export const mysqlDialect: Dialect = {
+  name: 'mysql',
+  columnTypes: mysqlColumnTypes,
+  supportsSchemas: false,
+  createTableSuffix: mysqlCreateTableSuffix,
+  createLockStore: createMysqlLockStore,
+  isMissingTable: isMysqlMissingTable,
+  open: openMysql,
+};

@@ -1,0 +1,20 @@
+import type { ColumnTypes } from '../guard/dialect.js';
+
+/**
+ * Names are bytes (VARBINARY, 255 four-byte characters) because MySQL's `_bin` collations ignore
+ * trailing spaces: 'job' and 'job ' would share a lock. Times are DATETIME(3) filled from
+ * UTC_TIMESTAMP(3), never TIMESTAMP, which is read in the session's zone and jumps at DST.
+ */
+export const mysqlColumnTypes: ColumnTypes = {
+  jobName: 'varbinary(1020)',
+  timestamp: 'datetime(3)',
+  lockedBy: 'varchar(255)',
+  token: 'char(36)',
+};
+
+export const mysqlCreateTableSuffix = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4';
+
+/** ER_NO_SUCH_TABLE */
+export function isMysqlMissingTable(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { errno?: unknown }).errno === 1146;
+}

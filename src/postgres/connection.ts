@@ -1,0 +1,35 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Logger } from '../guard/logger.js';
+
+/** Structural type of a node-postgres `Pool`, so that the public API does not need `@types/pg`. */
+export interface PostgresPoolLike {
+  connect(): Promise<unknown>;
+  query(text: string, values?: unknown[]): Promise<unknown>;
+  end(): Promise<void>;
+  readonly totalCount: number;
+  readonly idleCount: number;
+}
+
+export function isPostgresPool(value: object): value is PostgresPoolLike {
+  return 'totalCount' in value && 'idleCount' in value && typeof (value as { connect?: unknown }).connect === 'function';
+}
+
+/** A pool the guard owns, from a `postgres://` URL. */
+export function openPostgres(url: string, logger: Logger): Kysely<unknown> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    // A down database must fail an acquire quickly (the run is skipped), not hang the tick.
+    connectionTimeoutMillis: 5_000,
+    application_name: 'cronguard',
+  });
+  // An idle client that loses its server emits 'error' on the pool; unheard, it crashes the process.
+  pool.on('error', (error) => logger.error(`PostgreSQL pool error: ${error.message}`));
+  return new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** Wraps the user's pool; the guard never ends it. */
+export function adoptPostgresPool(pool: PostgresPoolLike): Kysely<unknown> {
+  return new Kysely<unknown>({ dialect: new PostgresDialect({ pool: pool as unknown as pg.Pool }) });
+}

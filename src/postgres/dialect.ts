@@ -1,0 +1,14 @@
+import type { Dialect } from '../guard/dialect.js';
+import { openPostgres } from './connection.js';
+import { createPostgresLockStore } from './lock-store.js';
+import { isPostgresMissingTable, postgresColumnTypes } from './schema.js';
+
+export const postgresDialect: Dialect = {
+  name: 'postgres',
+  columnTypes: postgresColumnTypes,
+  supportsSchemas: true,
+  createTableSuffix: '',
+  createLockStore: createPostgresLockStore,
+  isMissingTable: isPostgresMissingTable,
+  open: openPostgres,
+};

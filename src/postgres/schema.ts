@@ -1,0 +1,14 @@
+import type { ColumnTypes } from '../guard/dialect.js';
+
+/** timestamptz stores UTC instants: no session time zone can shift a lock's expiry. */
+export const postgresColumnTypes: ColumnTypes = {
+  jobName: 'varchar(255)',
+  timestamp: 'timestamptz',
+  lockedBy: 'varchar(255)',
+  token: 'varchar(36)',
+};
+
+/** undefined_table */
+export function isPostgresMissingTable(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '42P01';
+}

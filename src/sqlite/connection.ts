@@ -1,0 +1,37 @@
+import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
+
+/** Structural type of a better-sqlite3 `Database`, so that the public API does not need its types. */
+export interface SqliteDatabaseLike {
+  prepare(source: string): unknown;
+  close(): unknown;
+  readonly open: boolean;
+  readonly memory: boolean;
+}
+
+export function isSqliteDatabase(value: object): value is SqliteDatabaseLike {
+  return typeof (value as { prepare?: unknown }).prepare === 'function' && 'memory' in value && 'open' in value;
+}
+
+/** The file path in `sqlite:<path>`, `sqlite://<path>` or `sqlite::memory:`. */
+export function sqlitePath(url: string): string {
+  const rest = url.slice('sqlite:'.length);
+  return rest.startsWith('//') ? rest.slice(2) : rest;
+}
+
+/** A database the guard owns, from a `sqlite:` URL. */
+export function openSqlite(url: string): Kysely<unknown> {
+  // better-sqlite3's default `timeout` (5 s) is the busy timeout: a writer in another process
+  // makes this one wait, not fail.
+  const database = new Database(sqlitePath(url));
+  // WAL lets readers and the one writer proceed at once across processes; NORMAL sync is durable
+  // against a process crash, which is the failure a lock row has to survive.
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  return new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
+}
+
+/** Wraps the user's database; the guard never closes it. */
+export function adoptSqliteDatabase(database: SqliteDatabaseLike): Kysely<unknown> {
+  return new Kysely<unknown>({ dialect: new SqliteDialect({ database: database as unknown as SqliteDatabase }) });
+}

@@ -1,0 +1,14 @@
+import type { Dialect } from '../guard/dialect.js';
+import { openSqlite } from './connection.js';
+import { createSqliteLockStore } from './lock-store.js';
+import { isSqliteMissingTable, sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
+
+export const sqliteDialect: Dialect = {
+  name: 'sqlite',
+  columnTypes: sqliteColumnTypes,
+  supportsSchemas: false,
+  createTableSuffix: sqliteCreateTableSuffix,
+  createLockStore: createSqliteLockStore,
+  isMissingTable: isSqliteMissingTable,
+  open: openSqlite,
+};
