@@ -12,6 +12,8 @@ export function createLocksTable({ tables, dialect }: MigrationContext): Migrati
       const schema = tables.schema === undefined ? db.schema : db.schema.withSchema(tables.schema);
       let create = schema
         .createTable(tables.locks)
+        // IF NOT EXISTS: a team that first applied migrations/sql by hand can still call migrate().
+        .ifNotExists()
         .addColumn('name', sql.raw(types.jobName), (column) => column.notNull().primaryKey())
         .addColumn('lock_until', sql.raw(types.timestamp), (column) => column.notNull())
         .addColumn('locked_at', sql.raw(types.timestamp), (column) => column.notNull())

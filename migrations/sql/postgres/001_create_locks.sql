@@ -1,0 +1,10 @@
+-- cronguard 001: one lock row per job name.
+-- timestamptz holds UTC instants, so no session time zone can shift an expiry.
+-- token identifies the execution holding the lock (NULL once released); locked_by is for humans.
+CREATE TABLE IF NOT EXISTS cronguard_locks (
+  name varchar(255) NOT NULL PRIMARY KEY,
+  lock_until timestamptz NOT NULL,
+  locked_at timestamptz NOT NULL,
+  locked_by varchar(255) NOT NULL,
+  token varchar(36)
+);

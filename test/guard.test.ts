@@ -1,0 +1,119 @@
+// The shared suite: every test here runs on SQLite, PostgreSQL and MariaDB.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { GuardError } from '../src/index.js';
+import { dialectTargets } from './support/dialects.js';
+import { guardOn, migratedGuard } from './support/guards.js';
+import { openRaw } from './support/raw-database.js';
+
+describe.each(dialectTargets())('guard on $name', (target) => {
+  describe.skipIf(target.serverUrl === null)('', () => {
+    it('runs the job when the lock is free and returns its value', async () => {
+      const { guard } = await migratedGuard(target);
+      const result = await guard.run({ name: 'report', lockAtMostFor: '1m' }, async (ctx) => `ran ${ctx.name}`);
+      expect(result).toEqual({ executed: true, value: 'ran report' });
+    });
+
+    it('skips with reason "locked" while another execution holds the lock', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const other = guardOn(url, prefix).guard;
+      let release!: () => void;
+      const holding = guard.run({ name: 'held', lockAtMostFor: '1m' }, () => new Promise<void>((r) => (release = r)));
+      await expect.poll(() => release).toBeTypeOf('function');
+      await sleep(50);
+      const skipped = await other.run({ name: 'held', lockAtMostFor: '1m' }, () => 'ran');
+      expect(skipped).toEqual({ executed: false, reason: 'locked' });
+      release();
+      expect((await holding).executed).toBe(true);
+      expect((await other.run({ name: 'held', lockAtMostFor: '1m' }, () => 'ran')).executed).toBe(true);
+    });
+
+    it('keeps the lock for lockAtLeastFor after a short job, then frees it', async () => {
+      const { guard } = await migratedGuard(target);
+      const job = { name: 'short', lockAtMostFor: '1m', lockAtLeastFor: '1s' };
+      expect((await guard.run(job, () => 1)).executed).toBe(true);
+      expect(await guard.run(job, () => 2)).toEqual({ executed: false, reason: 'locked' });
+      await sleep(1_100);
+      expect(await guard.run(job, () => 3)).toEqual({ executed: true, value: 3 });
+    });
+
+    it('rejects with the job\'s own error after releasing the lock', async () => {
+      const { guard } = await migratedGuard(target);
+      const failure = new Error('job failed');
+      await expect(guard.run({ name: 'fails', lockAtMostFor: '1m' }, () => Promise.reject(failure))).rejects.toBe(failure);
+      expect(await guard.run({ name: 'fails', lockAtMostFor: '1m' }, () => 'again')).toEqual({ executed: true, value: 'again' });
+    });
+
+    it('takes over a lock whose lockAtMostFor has passed', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const dead = guardOn(url, prefix).guard;
+      // A holder that never releases: its job outlives lockAtMostFor.
+      const stuck = dead.run({ name: 'expires', lockAtMostFor: 500 }, () => sleep(1_500));
+      await sleep(100);
+      expect(await guard.run({ name: 'expires', lockAtMostFor: 500 }, () => 'early')).toEqual({ executed: false, reason: 'locked' });
+      await sleep(600);
+      expect(await guard.run({ name: 'expires', lockAtMostFor: 500 }, () => 'late')).toEqual({ executed: true, value: 'late' });
+      await stuck;
+    });
+
+    it('leaves the successor\'s lock alone when a holder that outlived lockAtMostFor releases late', async () => {
+      const { guard: a, url, prefix, logger: aLogger } = await migratedGuard(target);
+      const b = guardOn(url, prefix).guard;
+      const c = guardOn(url, prefix).guard;
+      const job = { name: 'owner-check', lockAtMostFor: '1s' };
+      const aRun = a.run(job, () => sleep(1_500));
+      await sleep(1_100);
+      let bRelease!: () => void;
+      const bRun = b.run({ ...job, lockAtMostFor: '10s' }, () => new Promise<void>((r) => (bRelease = r)));
+      await expect.poll(() => bRelease).toBeTypeOf('function');
+      expect((await aRun).executed).toBe(true);
+      expect(aLogger.warnings.join('\n')).toMatch(/outlived its lock/);
+      // A's late release matched nothing: B still holds the lock, so a third contender is skipped.
+      expect(await c.run(job, () => 'c')).toEqual({ executed: false, reason: 'locked' });
+      bRelease();
+      expect((await bRun).executed).toBe(true);
+      expect((await c.run(job, () => 'c')).executed).toBe(true);
+    });
+
+    it('stores names byte-exact and keeps names that differ only by case or trailing space apart', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const names = ['job', 'Job', 'job ', `quote ' "double" \\ back`, 'emoji 🦀 ✓ 漢字', 'é'.repeat(255), '🦀'.repeat(255)];
+      for (const name of names) {
+        expect((await guard.run({ name, lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => name)).executed).toBe(true);
+      }
+      const raw = await openRaw(target.name, url);
+      try {
+        const column = target.name === 'mysql' ? 'CONVERT(name USING utf8mb4)' : 'name';
+        const rows = await raw.query<{ name: string }>(`SELECT ${column} AS name FROM ${prefix}locks`);
+        expect(rows.map((row) => row.name).sort()).toEqual([...names].sort());
+      } finally {
+        await raw.close();
+      }
+    });
+
+    it('skips with a TABLE_MISSING error, not an exception, before migrate()', async () => {
+      const { guard, logger } = guardOn((await migratedGuard(target)).url, 'never_migrated_');
+      const result = await guard.run({ name: 'x', lockAtMostFor: '1m' }, () => 'ran');
+      expect(result.executed).toBe(false);
+      if (result.executed || result.reason !== 'error') throw new Error('expected an error skip');
+      expect(result.error).toBeInstanceOf(GuardError);
+      expect(result.error.code).toBe('TABLE_MISSING');
+      expect(result.error.cause).toBeDefined();
+      expect(logger.errors.join('\n')).toMatch(/migrate/);
+    });
+
+    it('skips every run after close()', async () => {
+      const { guard } = await migratedGuard(target);
+      await guard.close();
+      const result = await guard.run({ name: 'closed', lockAtMostFor: '1m' }, () => 'ran');
+      expect(result).toMatchObject({ executed: false, reason: 'error', error: { code: 'GUARD_CLOSED' } });
+    });
+
+    it('makes migrate() idempotent', async () => {
+      const { guard } = await migratedGuard(target);
+      await guard.migrate();
+      await guard.migrate();
+      expect((await guard.run({ name: 'after', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
+    });
+  });
+});

@@ -1,0 +1,44 @@
+import { afterEach } from 'vitest';
+import { createGuard, type Guard, type GuardOptions, type Logger } from '../../src/index.js';
+import { databaseUrl, uniquePrefix, type DialectTarget } from './dialects.js';
+
+/** A logger that keeps what it was told, for assertions. */
+export interface RecordingLogger extends Logger {
+  readonly warnings: string[];
+  readonly errors: string[];
+}
+
+export function recordingLogger(): RecordingLogger {
+  const warnings: string[] = [];
+  const errors: string[] = [];
+  return { warnings, errors, warn: (m) => void warnings.push(m), error: (m) => void errors.push(m) };
+}
+
+const open: Guard[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((guard) => guard.close()));
+});
+
+export interface TestGuard {
+  readonly guard: Guard;
+  readonly url: string;
+  readonly prefix: string;
+  readonly logger: RecordingLogger;
+}
+
+/** A migrated guard on its own tables, closed after the test. */
+export async function migratedGuard(target: DialectTarget, options: GuardOptions = {}): Promise<TestGuard> {
+  const url = databaseUrl(target);
+  const prefix = uniquePrefix();
+  const tested = guardOn(url, prefix, options);
+  await tested.guard.migrate();
+  return tested;
+}
+
+/** Another guard on the same tables, as a second replica would have. */
+export function guardOn(url: string, prefix: string, options: GuardOptions = {}): TestGuard {
+  const logger = recordingLogger();
+  const guard = createGuard({ database: url, tablePrefix: prefix, logger, ...options });
+  open.push(guard);
+  return { guard, url, prefix, logger };
+}

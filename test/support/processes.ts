@@ -1,0 +1,44 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** A worker in its own OS process, running a TypeScript fixture through tsx. */
+export interface Worker<Message> {
+  readonly child: ChildProcess;
+  /** Resolves with the next message of the given type. */
+  next<T extends Message>(type: string): Promise<T>;
+  send(message: unknown): void;
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>;
+}
+
+export function startWorker<Message extends { type: string }>(fixture: string, args: string[]): Worker<Message> {
+  const path = fileURLToPath(new URL(`../fixtures/${fixture}`, import.meta.url));
+  const child = fork(path, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const queue: Message[] = [];
+  const waiting: { type: string; resolve: (message: Message) => void; reject: (error: Error) => void }[] = [];
+  child.on('message', (raw) => {
+    const message = raw as Message;
+    const index = waiting.findIndex((entry) => entry.type === message.type);
+    if (index === -1) queue.push(message);
+    else waiting.splice(index, 1)[0]?.resolve(message);
+  });
+  let exitCode: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  void exited.then((code) => {
+    exitCode = code;
+    for (const entry of waiting.splice(0)) entry.reject(new Error(`${fixture} exited with ${code} before "${entry.type}"`));
+  });
+  return {
+    child,
+    exited,
+    send: (message) => child.send(message as object),
+    next<T extends Message>(type: string): Promise<T> {
+      const index = queue.findIndex((message) => message.type === type);
+      if (index !== -1) return Promise.resolve(queue.splice(index, 1)[0] as T);
+      if (exitCode !== undefined) return Promise.reject(new Error(`${fixture} exited with ${exitCode} before "${type}"`));
+      return new Promise<T>((resolve, reject) =>
+        waiting.push({ type, resolve: resolve as (message: Message) => void, reject }),
+      );
+    },
+  };
+}
