@@ -9,8 +9,9 @@ const SQLITE_ATTEMPTS = 20;
 /**
  * Brings the guard's tables to the latest schema. Safe on many replicas at once: Kysely's migrator
  * takes a lock (an advisory lock on PostgreSQL, GET_LOCK on MySQL) and tolerates a concurrent
- * creator of its own tables. SQLite has no such lock across processes: a migration that finds
- * another process writing fails with SQLITE_BUSY, and is retried; by then it finds the work done.
+ * creator of its own tables. SQLite has no such lock across processes: a migration racing another
+ * process fails with SQLITE_BUSY, or with a UNIQUE violation when both recorded the same
+ * migration, and is retried; by then it finds the work done.
  */
 export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<void> {
   const migrator = new Migrator({
@@ -23,7 +24,7 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
   for (let attempt = 1; ; attempt += 1) {
     const { error } = await migrator.migrateToLatest();
     if (error === undefined) return;
-    if (dialect.name === 'sqlite' && isSqliteBusy(error) && attempt < SQLITE_ATTEMPTS) {
+    if (dialect.name === 'sqlite' && isSqliteRace(error) && attempt < SQLITE_ATTEMPTS) {
       await sleep(20 + Math.random() * 80);
       continue;
     }
@@ -32,7 +33,7 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
   }
 }
 
-function isSqliteBusy(error: unknown): boolean {
+function isSqliteRace(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE');
 }

@@ -1,0 +1,71 @@
+// Concurrency claims, each with separate OS processes (child_process.fork), on every dialect.
+import { describe, expect, it } from 'vitest';
+import { dialectTargets, databaseUrl, uniquePrefix } from './support/dialects.js';
+import { guardOn } from './support/guards.js';
+import { startWorker } from './support/processes.js';
+
+interface RoundResult {
+  round: number;
+  executed: boolean;
+  start?: number;
+  end?: number;
+  reason?: string;
+  error?: string;
+}
+type RaceMessage = { type: 'ready' } | { type: 'done'; results: RoundResult[] };
+type MigrateMessage = { type: 'ready' } | { type: 'done'; error: string | null };
+
+const PROCESSES = 4;
+const ROUNDS = 30;
+const INTERVAL_MS = 300;
+// Held past the straggler window of a round, released well before the next one.
+const LOCK_AT_LEAST_FOR_MS = 200;
+
+describe.each(dialectTargets())('concurrency on $name', (target) => {
+  describe.skipIf(target.serverUrl === null)('', () => {
+    it(`gives exactly one execution per round to ${PROCESSES} processes racing for ${ROUNDS} rounds`, async () => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      await guardOn(url, prefix).guard.migrate();
+      const workers = Array.from({ length: PROCESSES }, () =>
+        startWorker<RaceMessage>('race-worker.ts', [url, prefix, String(ROUNDS), String(INTERVAL_MS), String(LOCK_AT_LEAST_FOR_MS)]),
+      );
+      await Promise.all(workers.map((worker) => worker.next('ready')));
+      const startAt = Date.now() + 300;
+      for (const worker of workers) worker.send({ startAt });
+      const reports = await Promise.all(
+        workers.map((worker) => worker.next<Extract<RaceMessage, { type: 'done' }>>('done')),
+      );
+      const all = reports.flatMap((report) => report.results);
+
+      expect(all.filter((r) => !r.executed && r.reason !== 'locked')).toEqual([]);
+      for (let round = 0; round < ROUNDS; round += 1) {
+        const winners = all.filter((r) => r.round === round && r.executed);
+        expect(winners, `round ${round}`).toHaveLength(1);
+      }
+      // No two executions overlapped in time.
+      const runs = all.filter((r) => r.executed).sort((x, y) => (x.start ?? 0) - (y.start ?? 0));
+      for (let i = 1; i < runs.length; i += 1) {
+        expect(runs[i]?.start ?? 0).toBeGreaterThanOrEqual(runs[i - 1]?.end ?? Infinity);
+      }
+      // The wins are spread over processes: the race was a race.
+      const winnersByProcess = reports.map((report) => report.results.filter((r) => r.executed).length);
+      expect(winnersByProcess.filter((count) => count > 0).length).toBeGreaterThan(1);
+    });
+
+    it('lets 8 processes call migrate() at the same instant', async () => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      const workers = Array.from({ length: 8 }, () => startWorker<MigrateMessage>('migrate-worker.ts', [url, prefix]));
+      await Promise.all(workers.map((worker) => worker.next('ready')));
+      const startAt = Date.now() + 300;
+      for (const worker of workers) worker.send({ startAt });
+      const reports = await Promise.all(
+        workers.map((worker) => worker.next<Extract<MigrateMessage, { type: 'done' }>>('done')),
+      );
+      expect(reports.map((report) => report.error)).toEqual(Array(8).fill(null));
+      const { guard } = guardOn(url, prefix);
+      expect((await guard.run({ name: 'after-migrate', lockAtMostFor: '1m' }, () => 'ok')).executed).toBe(true);
+    });
+  });
+});
