@@ -1,0 +1,81 @@
+// PostgreSQL only: a losing acquire must write nothing (no WAL), because N−1 replicas lose every tick.
+import { describe, expect, it } from 'vitest';
+import { dialectTargets } from './support/dialects.js';
+import { guardOn, migratedGuard } from './support/guards.js';
+import { openRaw, type RawDatabase } from './support/raw-database.js';
+
+const postgres = dialectTargets().find((target) => target.name === 'postgres');
+if (postgres === undefined) throw new Error('no postgres target');
+
+const ATTEMPTS = 100;
+
+interface WalWindow {
+  bytes: number;
+  /** The WAL records written in the window (pg_walinspect), to say what moved when something did. */
+  records: string[];
+}
+
+async function walDuring(raw: RawDatabase, action: () => Promise<void>): Promise<WalWindow> {
+  // The insert position, not pg_current_wal_lsn() (the write position): a record inserted before
+  // the window but written out during it must not count, and one inserted during it must.
+  const [before] = await raw.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+  await action();
+  const [after] = await raw.query<{ lsn: string; bytes: string }>(
+    'SELECT pg_current_wal_insert_lsn()::text AS lsn, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), ?::pg_lsn)::text AS bytes',
+    [before?.lsn],
+  );
+  const bytes = Number(after?.bytes);
+  if (bytes === 0) return { bytes, records: [] };
+  // pg_walinspect reads only flushed WAL; a checkpoint flushes it.
+  await raw.query('CHECKPOINT');
+  const records = await raw.query<{ record: string }>(
+    `SELECT resource_manager || '/' || record_type || ' ' || coalesce(block_ref, '') AS record
+       FROM pg_get_wal_records_info(?::pg_lsn, ?::pg_lsn)`,
+    [before?.lsn, after?.lsn],
+  );
+  return { bytes, records: records.map((row) => row.record) };
+}
+
+describe('losing on postgres', () => {
+  it(`writes no WAL across ${ATTEMPTS} losing attempts, where ShedLock's upsert does`, async () => {
+    const { guard: holder, url, prefix } = await migratedGuard(postgres);
+    const contender = guardOn(url, prefix).guard;
+    const raw = await openRaw('postgres', url);
+    let release!: () => void;
+    const holding = holder.run({ name: 'wal', lockAtMostFor: '1m' }, () => new Promise<void>((r) => (release = r)));
+    try {
+      await expect.poll(() => release).toBeTypeOf('function');
+      // After a checkpoint, the first hint-bit change to a page logs a full-page image (data
+      // checksums are on). Set those bits now, so that the measurement sees only the statements.
+      await raw.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+      await raw.query('CHECKPOINT');
+      for (let i = 0; i < 5; i += 1) await contender.run({ name: 'wal', lockAtMostFor: '1m' }, () => 'never');
+
+      const ours = await walDuring(raw, async () => {
+        for (let i = 0; i < ATTEMPTS; i += 1) {
+          const result = await contender.run({ name: 'wal', lockAtMostFor: '1m' }, () => 'never');
+          expect(result).toEqual({ executed: false, reason: 'locked' });
+        }
+      });
+
+      // The reference form locks the conflicting row even when its WHERE is false: the same
+      // measurement must see it write, or it could not have seen ours write either.
+      const upsert = `INSERT INTO ${prefix}locks (name, lock_until, locked_at, locked_by, token)
+        VALUES ('wal', now() + interval '1 minute', now(), 'reference', 'reference')
+        ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, locked_at = EXCLUDED.locked_at,
+          locked_by = EXCLUDED.locked_by, token = EXCLUDED.token
+        WHERE ${prefix}locks.lock_until <= now() RETURNING 1`;
+      const reference = await walDuring(raw, async () => {
+        for (let i = 0; i < ATTEMPTS; i += 1) expect(await raw.query(upsert)).toEqual([]);
+      });
+
+      expect(ours).toEqual({ bytes: 0, records: [] });
+      expect(reference.bytes).toBeGreaterThan(ATTEMPTS * 50);
+      expect(reference.records.some((record) => record.startsWith('Heap/LOCK'))).toBe(true);
+    } finally {
+      release();
+      await holding;
+      await raw.close();
+    }
+  });
+});
