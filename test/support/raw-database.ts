@@ -8,6 +8,8 @@ import { sqlitePath } from '../../src/sqlite/connection.js';
 export interface RawDatabase {
   /** Runs SQL with `?` placeholders (rewritten to $n on PostgreSQL); returns the rows. */
   query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
+  /** Runs a script of several statements, without parameters. */
+  exec(script: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -21,6 +23,7 @@ export async function openRaw(dialect: DialectName, url: string): Promise<RawDat
         const text = sql.replace(/\?/g, () => `$${(n += 1)}`);
         return (await client.query(text, params)).rows as Row[];
       },
+      exec: async (script) => void (await client.query(script)),
       close: () => client.end(),
     };
   }
@@ -31,6 +34,7 @@ export async function openRaw(dialect: DialectName, url: string): Promise<RawDat
         const [rows] = await connection.query(sql, params);
         return (Array.isArray(rows) ? rows : []) as Row[];
       },
+      exec: async (script) => void (await connection.query(script)),
       close: () => connection.end(),
     };
   }
@@ -40,6 +44,7 @@ export async function openRaw(dialect: DialectName, url: string): Promise<RawDat
       const statement = database.prepare(sql);
       return Promise.resolve((statement.reader ? statement.all(...params) : (statement.run(...params), [])) as Row[]);
     },
+    exec: (script) => Promise.resolve(void database.exec(script)),
     close: () => Promise.resolve(void database.close()),
   };
 }

@@ -1,0 +1,89 @@
+// migrate() and the plain SQL files under migrations/sql must give the same tables.
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { DialectName } from '../src/index.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { guardOn } from './support/guards.js';
+import { openRaw, type RawDatabase } from './support/raw-database.js';
+
+const TABLES = ['locks'];
+
+function sqlFiles(dialect: DialectName): string[] {
+  const dir = new URL(`../migrations/sql/${dialect}/`, import.meta.url);
+  return readdirSync(dir)
+    .filter((file) => file.endsWith('.sql'))
+    .sort()
+    .map((file) => readFileSync(new URL(file, dir), 'utf8'));
+}
+
+/** Columns, keys and indexes of one table, with the prefix taken out of every name. */
+async function describeTable(raw: RawDatabase, dialect: DialectName, prefix: string, table: string): Promise<unknown> {
+  const name = `${prefix}${table}`;
+  const unprefixed = (value: unknown): unknown => (typeof value === 'string' ? value.split(prefix).join('<prefix>') : value);
+  const clean = (rows: Record<string, unknown>[]): unknown =>
+    rows.map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, unprefixed(value)])));
+  if (dialect === 'postgres') {
+    return {
+      columns: clean(
+        await raw.query(
+          `SELECT column_name, data_type, character_maximum_length, is_nullable, column_default
+             FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`,
+          [name],
+        ),
+      ),
+      indexes: clean(await raw.query(`SELECT indexdef FROM pg_indexes WHERE tablename = ? ORDER BY indexdef`, [name])),
+    };
+  }
+  if (dialect === 'mysql') {
+    return {
+      columns: clean(
+        await raw.query(
+          `SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, CHARACTER_SET_NAME, COLLATION_NAME
+             FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
+          [name],
+        ),
+      ),
+      table: clean(
+        await raw.query(`SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, [
+          name,
+        ]),
+      ),
+      indexes: clean(
+        await raw.query(
+          `SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS
+            WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX`,
+          [name],
+        ),
+      ),
+    };
+  }
+  return {
+    columns: clean(await raw.query(`SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_xinfo(?)`, [name])),
+    table: clean(await raw.query(`SELECT type, ncol, wr, strict FROM pragma_table_list(?)`, [name])),
+    indexes: clean(await raw.query(`SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name`, [name])),
+  };
+}
+
+describe.each(dialectTargets())('schema on $name', (target) => {
+  it.skipIf(target.serverUrl === null)('is the same from migrate() and from the plain SQL files', async () => {
+    const url = databaseUrl(target);
+    const migrated = uniquePrefix();
+    const byHand = uniquePrefix();
+    await guardOn(url, migrated).guard.migrate();
+    const raw = await openRaw(target.name, url);
+    try {
+      const files = sqlFiles(target.name);
+      expect(files.length).toBeGreaterThan(0);
+      for (const file of files) await raw.exec(file.split('cronguard_').join(byHand));
+      for (const table of TABLES) {
+        const fromMigrate = await describeTable(raw, target.name, migrated, table);
+        expect(JSON.stringify(fromMigrate)).toContain('lock_until');
+        expect(await describeTable(raw, target.name, byHand, table)).toEqual(fromMigrate);
+      }
+      // A team that applied the files by hand can still call migrate() afterwards.
+      await guardOn(url, byHand).guard.migrate();
+    } finally {
+      await raw.close();
+    }
+  });
+});
