@@ -9,15 +9,19 @@ import type { Logger } from '../guard/logger.js';
 export interface MysqlPoolLike {
   getConnection(...args: never[]): unknown;
   end(...args: never[]): unknown;
-  readonly config: object;
 }
 
+/** A callback pool has `config`; a promise pool wraps one as `pool`. */
 export function isMysqlPool(value: object): value is MysqlPoolLike {
-  return (
-    typeof (value as { getConnection?: unknown }).getConnection === 'function' &&
-    typeof (value as { config?: unknown }).config === 'object' &&
-    !('totalCount' in value)
-  );
+  return isCallbackPool(value) || (hasGetConnection(value) && isCallbackPool((value as { pool?: unknown }).pool));
+}
+
+function hasGetConnection(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as { getConnection?: unknown }).getConnection === 'function';
+}
+
+function isCallbackPool(value: unknown): boolean {
+  return hasGetConnection(value) && typeof (value as { config?: unknown }).config === 'object' && !('totalCount' in (value as object));
 }
 
 /** A pool the guard owns, from a `mysql://` URL. */
@@ -40,6 +44,6 @@ export function openMysql(url: string, logger: Logger): Kysely<unknown> {
 /** Wraps the user's pool; the guard never ends it. A promise pool is unwrapped to its callback pool. */
 export function adoptMysqlPool(pool: MysqlPoolLike): Kysely<unknown> {
   const inner = (pool as { pool?: unknown }).pool;
-  const callbackPool = typeof inner === 'object' && inner !== null && isMysqlPool(inner) ? inner : pool;
+  const callbackPool = isCallbackPool(inner) ? inner : pool;
   return new Kysely<unknown>({ dialect: new MysqlDialect({ pool: callbackPool as unknown as MysqlPool }) });
 }

@@ -1,0 +1,120 @@
+// The `database` option: every accepted form works, and what the user passed in stays open.
+import Database from 'better-sqlite3';
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely';
+import { createPool as createMysqlCallbackPool } from 'mysql2';
+import { createPool as createMysqlPromisePool } from 'mysql2/promise';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { createGuard, type DatabaseInput } from '../src/index.js';
+import { sqlitePath } from '../src/sqlite/connection.js';
+import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
+import { recordingLogger } from './support/guards.js';
+
+interface UserHandle {
+  readonly label: string;
+  readonly input: DatabaseInput;
+  /** The same database by URL, for a second guard, as another replica would connect. */
+  readonly url: string;
+  /** Proves the handle still works after the guard closed. */
+  stillWorks(): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+function userHandles(target: DialectTarget): UserHandle[] {
+  const url = databaseUrl(target);
+  if (target.name === 'postgres') {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const kyselyPool = new pg.Pool({ connectionString: url, max: 2 });
+    const kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: kyselyPool }) });
+    return [
+      { label: 'pg.Pool', input: pool, url, stillWorks: () => pool.query('SELECT 1'), end: () => pool.end() },
+      { label: 'Kysely', input: kysely, url, stillWorks: () => kyselyPool.query('SELECT 1'), end: () => kysely.destroy() },
+    ];
+  }
+  if (target.name === 'mysql') {
+    const callbackPool = createMysqlCallbackPool({ uri: url, connectionLimit: 2 });
+    const promisePool = createMysqlPromisePool({ uri: url, connectionLimit: 2 });
+    // Without CLIENT_FOUND_ROWS, MySQL reports changed rows instead of matched rows: the acquire
+    // must decide the same either way.
+    const noFoundRows = createMysqlPromisePool({ uri: url, connectionLimit: 2, flags: ['-FOUND_ROWS'] });
+    const kyselyPool = createMysqlCallbackPool({ uri: url, connectionLimit: 2 });
+    const kysely = new Kysely<unknown>({ dialect: new MysqlDialect({ pool: kyselyPool }) });
+    return [
+      {
+        label: 'mysql2 callback pool',
+        input: callbackPool,
+        url,
+        stillWorks: () => callbackPool.promise().query('SELECT 1'),
+        end: () => callbackPool.promise().end(),
+      },
+      { label: 'mysql2 promise pool', input: promisePool, url, stillWorks: () => promisePool.query('SELECT 1'), end: () => promisePool.end() },
+      {
+        label: 'mysql2 pool without CLIENT_FOUND_ROWS',
+        input: noFoundRows,
+        url,
+        stillWorks: () => noFoundRows.query('SELECT 1'),
+        end: () => noFoundRows.end(),
+      },
+      { label: 'Kysely', input: kysely, url, stillWorks: () => kyselyPool.promise().query('SELECT 1'), end: () => kysely.destroy() },
+    ];
+  }
+  const database = new Database(sqlitePath(url));
+  const kyselyUrl = databaseUrl(target);
+  const kyselyDatabase = new Database(sqlitePath(kyselyUrl));
+  const kysely = new Kysely<unknown>({ dialect: new SqliteDialect({ database: kyselyDatabase }) });
+  return [
+    {
+      label: 'better-sqlite3 Database',
+      input: database,
+      url,
+      stillWorks: () => Promise.resolve(database.prepare('SELECT 1').get()),
+      end: () => Promise.resolve(void database.close()),
+    },
+    {
+      label: 'Kysely',
+      input: kysely,
+      url: kyselyUrl,
+      stillWorks: () => Promise.resolve(kyselyDatabase.prepare('SELECT 1').get()),
+      end: () => kysely.destroy(),
+    },
+  ];
+}
+
+describe.each(dialectTargets())('database input on $name', (target) => {
+  it.skipIf(target.serverUrl === null)('guards through each handle the user owns and leaves it open on close()', async () => {
+    for (const handle of userHandles(target)) {
+      const prefix = uniquePrefix();
+      const guard = createGuard({ database: handle.input, tablePrefix: prefix, logger: recordingLogger() });
+      const other = createGuard({ database: handle.url, tablePrefix: prefix, logger: recordingLogger() });
+      try {
+        expect(guard.dialect, handle.label).toBe(target.name);
+        await guard.migrate();
+        const job = { name: 'own-pool', lockAtMostFor: '1m', lockAtLeastFor: '1m' };
+        expect(await guard.run(job, () => handle.label), handle.label).toEqual({ executed: true, value: handle.label });
+        expect(await guard.run(job, () => 'again'), handle.label).toEqual({ executed: false, reason: 'locked' });
+        expect(await other.run(job, () => 'other'), handle.label).toEqual({ executed: false, reason: 'locked' });
+        const free = { name: 'own-pool-free', lockAtMostFor: '1m' };
+        expect((await guard.run(free, () => 1)).executed, handle.label).toBe(true);
+        expect((await guard.run(free, () => 2)).executed, handle.label).toBe(true);
+      } finally {
+        await guard.close();
+        await other.close();
+      }
+      await expect(handle.stillWorks(), handle.label).resolves.toBeDefined();
+      await handle.end();
+    }
+  });
+});
+
+describe('database input', () => {
+  it('rejects a Kysely transaction: lock statements must commit on their own', async () => {
+    const database = new Database(':memory:');
+    const kysely = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
+    await kysely.transaction().execute(async (trx) => {
+      expect(() => createGuard({ database: trx })).toThrow(
+        new TypeError('Expected `database` to be a Kysely instance, got a Kysely transaction'),
+      );
+    });
+    await kysely.destroy();
+  });
+});
