@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { GuardError } from '../src/index.js';
-import { dialectTargets } from './support/dialects.js';
+import { dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
 
@@ -107,6 +107,33 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       await guard.close();
       const result = await guard.run({ name: 'closed', lockAtMostFor: '1m' }, () => 'ran');
       expect(result).toMatchObject({ executed: false, reason: 'error', error: { code: 'GUARD_CLOSED' } });
+    });
+
+    it.skipIf(target.name === 'sqlite')('skips with ACQUIRE_FAILED when the database is unreachable (fail closed)', async () => {
+      const unreachable = target.name === 'postgres' ? 'postgres://postgres@127.0.0.1:1/none' : 'mysql://root@127.0.0.1:1/none';
+      const { guard, logger } = guardOn(unreachable, 'cronguard_');
+      let ran = false;
+      const result = await guard.run({ name: 'down', lockAtMostFor: '1m' }, () => (ran = true));
+      expect(ran).toBe(false);
+      expect(result).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_FAILED', job: 'down' } });
+      if (result.executed || result.reason !== 'error') throw new Error('expected an error skip');
+      expect(result.error.cause).toBeInstanceOf(Error);
+      expect(logger.errors).toHaveLength(1);
+      expect(logger.errors[0]).toMatch(/Taking the lock of job "down" failed, so the run was skipped/);
+    });
+
+    it.skipIf(target.name !== 'postgres')('puts its tables in the schema of a schema-qualified tablePrefix', async () => {
+      const schema = `s${uniquePrefix()}`.slice(0, 30).replace(/_$/, '');
+      const { guard, url } = guardOn((await migratedGuard(target)).url, `${schema}.jobs_`);
+      await guard.migrate();
+      expect((await guard.run({ name: 'in-schema', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
+      const raw = await openRaw('postgres', url);
+      try {
+        const rows = await raw.query(`SELECT name FROM ${schema}.jobs_locks`);
+        expect(rows).toEqual([{ name: 'in-schema' }]);
+      } finally {
+        await raw.close();
+      }
     });
 
     it('makes migrate() idempotent', async () => {
