@@ -31,22 +31,31 @@ export interface OpenedDatabase {
   readonly owned: boolean;
 }
 
-/** Opens or adopts the database of a guard; a `TypeError` for anything it cannot use. */
-export function openDatabase(input: DatabaseInput, logger: Logger): OpenedDatabase {
-  if (typeof input === 'string') {
-    const dialect = dialectOfUrl(input);
-    return { db: dialect.open(input, logger), dialect, owned: true };
-  }
+/** The dialect of a `database` option, without connecting; a `TypeError` for anything unusable. */
+export function dialectOf(input: DatabaseInput): Dialect {
+  if (typeof input === 'string') return dialectOfUrl(input);
   if (typeof input === 'object' && input !== null) {
-    if (isKysely(input)) return { db: input as unknown as Kysely<unknown>, dialect: dialectOfKysely(input), owned: false };
-    if (isPostgresPool(input)) return { db: adoptPostgresPool(input), dialect: postgresDialect, owned: false };
-    if (isMysqlPool(input)) return { db: adoptMysqlPool(input), dialect: mysqlDialect, owned: false };
-    if (isSqliteDatabase(input)) return { db: adoptSqliteDatabase(input), dialect: sqliteDialect, owned: false };
+    if (isKysely(input)) return dialectOfKysely(input);
+    if (isPostgresPool(input)) return postgresDialect;
+    if (isMysqlPool(input)) return mysqlDialect;
+    if (isSqliteDatabase(input)) return sqliteDialect;
   }
   throw new TypeError(
     'Expected `database` to be a URL (postgres://, mysql://, sqlite:<path>), a Kysely instance, a pg Pool, ' +
       `a mysql2 pool or a better-sqlite3 Database, got ${describeValue(input)}`,
   );
+}
+
+/**
+ * Opens a pool the guard owns from a URL (lazily: nothing connects before the first statement), or
+ * wraps the handle the user passed in. `dialect` is `dialectOf(input)`.
+ */
+export function openDatabase(input: DatabaseInput, dialect: Dialect, logger: Logger): OpenedDatabase {
+  if (typeof input === 'string') return { db: dialect.open(input, logger), dialect, owned: true };
+  if (isKysely(input)) return { db: input as unknown as Kysely<unknown>, dialect, owned: false };
+  if (isPostgresPool(input)) return { db: adoptPostgresPool(input), dialect, owned: false };
+  if (isMysqlPool(input)) return { db: adoptMysqlPool(input), dialect, owned: false };
+  return { db: adoptSqliteDatabase(input), dialect, owned: false };
 }
 
 /** The dialect a URL names, or a `TypeError`. */

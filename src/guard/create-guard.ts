@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
-import { DEFAULT_DATABASE, openDatabase, type DatabaseInput } from '../database/connect.js';
+import { DEFAULT_DATABASE, dialectOf, openDatabase, type DatabaseInput } from '../database/connect.js';
 import { runMigrations } from '../database/migrate.js';
 import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../database/table-names.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../decorator/guarded.js';
@@ -43,27 +43,26 @@ export class Guard {
     if (typeof options !== 'object' || options === null) {
       throw new TypeError(`Expected guard options to be an object, got ${describeValue(options)}`);
     }
-    const logger = options.logger ?? consoleLogger;
-    if (typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
+    const logger = options.logger === undefined ? consoleLogger : options.logger;
+    if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
       throw new TypeError(`Expected \`logger\` to have warn() and error() methods, got ${describeValue(logger)}`);
     }
-    const lockedBy = options.lockedBy ?? `${hostname()}:${process.pid}`;
+    const lockedBy = options.lockedBy === undefined ? `${hostname()}:${process.pid}` : options.lockedBy;
     if (typeof lockedBy !== 'string' || lockedBy.length === 0 || lockedBy.length > MAX_LOCKED_BY_LENGTH) {
       throw new TypeError(
         `Expected \`lockedBy\` to be a string of 1 to ${MAX_LOCKED_BY_LENGTH} characters, got ${describeValue(lockedBy)}`,
       );
     }
     this.#defaults = resolveDefaults(options.defaults);
-    const opened = openDatabase(options.database ?? DEFAULT_DATABASE, logger);
-    this.dialect = opened.dialect.name;
+    // `=== undefined`, not `??`: an explicit null is a mistake to report, not a request for the default.
+    const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
+    const dialect = dialectOf(database);
+    this.#tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
+    // Opened last, once every option is known good: a failed createGuard leaves nothing open.
+    const opened = openDatabase(database, dialect, logger);
+    this.dialect = dialect.name;
     this.#db = opened.db;
     this.#owned = opened.owned;
-    try {
-      this.#tables = resolveTableNames(options.tablePrefix ?? DEFAULT_TABLE_PREFIX, opened.dialect);
-    } catch (error) {
-      if (opened.owned) void opened.db.destroy();
-      throw error;
-    }
     this.#environment = {
       store: opened.dialect.createLockStore(opened.db, this.#tables),
       dialect: opened.dialect,

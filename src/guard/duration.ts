@@ -9,6 +9,13 @@ export type DurationInput = number | string | Duration;
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const SHORT_FORM = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+/** luxon reads 'P' and 'PT' as zero; a duration must state at least one number. */
+const ISO_WITH_A_NUMBER = /^P.*\d/;
+/**
+ * The longest duration accepted: ten years. Longer ones overflow the databases' date ranges
+ * (SQLite and MySQL stop at year 9999), and "forever" is what lockAtMostFor must never mean.
+ */
+export const MAX_DURATION_MS = 3_650 * 86_400_000;
 
 /** Where a duration came from, for the error message. */
 export interface DurationSource {
@@ -22,10 +29,11 @@ export interface DurationSource {
  */
 export function parseDuration(value: unknown, source: DurationSource): number {
   const ms = toMilliseconds(value);
-  if (ms === undefined || !Number.isFinite(ms) || ms < 0) {
+  if (ms === undefined || !Number.isFinite(ms) || ms < 0 || ms > MAX_DURATION_MS) {
     const of = source.job === undefined ? '' : ` of job ${JSON.stringify(source.job)}`;
     throw new TypeError(
-      `Expected \`${source.option}\`${of} to be a duration like '5m' or 'PT5M', got ${describeValue(value)}`,
+      `Expected \`${source.option}\`${of} to be a duration like '5m' or 'PT5M', got ${describeValue(value)}` +
+        (typeof ms === 'number' && Number.isFinite(ms) && ms > MAX_DURATION_MS ? ' (longer than the maximum, ten years)' : ''),
     );
   }
   return ms;
@@ -36,7 +44,7 @@ function toMilliseconds(value: unknown): number | undefined {
   if (typeof value === 'string') {
     const short = SHORT_FORM.exec(value);
     if (short) return Number(short[1]) * UNIT_MS[short[2] as keyof typeof UNIT_MS];
-    if (value.startsWith('P') || value.startsWith('-P')) {
+    if (ISO_WITH_A_NUMBER.test(value)) {
       const iso = Duration.fromISO(value);
       return iso.isValid ? iso.toMillis() : undefined;
     }

@@ -80,9 +80,11 @@ export function resolveJob(options: JobOptions, defaults: ResolvedDefaults): Res
       ? defaults.lockAtLeastForMs
       : parseDuration(options.lockAtLeastFor, { option: 'lockAtLeastFor', job: name });
   if (lockAtLeastForMs > lockAtMostForMs) {
+    const fromDefaults = (option: keyof JobOptions): string =>
+      options[option] === undefined ? `, from \`defaults.${option}\`` : '';
     throw new TypeError(
-      `Expected \`lockAtLeastFor\` of job ${JSON.stringify(name)} (${lockAtLeastForMs} ms) to be at most ` +
-        `\`lockAtMostFor\` (${lockAtMostForMs} ms)`,
+      `Expected \`lockAtLeastFor\` of job ${JSON.stringify(name)} (${lockAtLeastForMs} ms${fromDefaults('lockAtLeastFor')}) ` +
+        `to be at most \`lockAtMostFor\` (${lockAtMostForMs} ms${fromDefaults('lockAtMostFor')})`,
     );
   }
   return { name, lockAtMostForMs, lockAtLeastForMs, stopMarginMs: defaultStopMargin(lockAtMostForMs) };

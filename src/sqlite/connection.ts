@@ -19,16 +19,23 @@ export function sqlitePath(url: string): string {
   return rest.startsWith('//') ? rest.slice(2) : rest;
 }
 
-/** A database the guard owns, from a `sqlite:` URL. */
+/**
+ * A database the guard owns, from a `sqlite:` URL. Opened at the first statement, like a server
+ * pool connects: a guard that is never used creates no file and holds no handle.
+ */
 export function openSqlite(url: string): Kysely<unknown> {
-  // better-sqlite3's default `timeout` (5 s) is the busy timeout: a writer in another process
-  // makes this one wait, not fail.
-  const database = new Database(sqlitePath(url));
-  // WAL lets readers and the one writer proceed at once across processes; NORMAL sync is durable
-  // against a process crash, which is the failure a lock row has to survive.
-  database.pragma('journal_mode = WAL');
-  database.pragma('synchronous = NORMAL');
-  return new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
+  const path = sqlitePath(url);
+  const open = (): Promise<SqliteDatabase> => {
+    // better-sqlite3's default `timeout` (5 s) is the busy timeout: a writer in another process
+    // makes this one wait, not fail.
+    const database = new Database(path);
+    // WAL lets readers and the one writer proceed at once across processes; NORMAL sync is durable
+    // against a process crash, which is the failure a lock row has to survive.
+    database.pragma('journal_mode = WAL');
+    database.pragma('synchronous = NORMAL');
+    return Promise.resolve(database as unknown as SqliteDatabase);
+  };
+  return new Kysely<unknown>({ dialect: new SqliteDialect({ database: open }) });
 }
 
 /** Wraps the user's database; the guard never closes it. */
