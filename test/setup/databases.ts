@@ -204,6 +204,7 @@ export async function startPostgres(): Promise<RunningDatabase> {
     await stop().catch(() => undefined);
     throw new Error(
       `cronguard: could not start embedded PostgreSQL on port ${port}: ${errorMessage(error)}\n--- server output (tail) ---\n${log.text()}`,
+      { cause: error },
     );
   }
 

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    globalSetup: ['test/setup/global-setup.ts'],
+    include: ['test/**/*.test.ts'],
+    // One file at a time: a test measures cluster-wide WAL, which other files would disturb.
+    fileParallelism: false,
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
