@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import { createLocksTable } from './001-create-locks.js';
+import { createRunsTable } from './002-create-runs.js';
 import type { MigrationContext } from './context.js';
 
 export type { MigrationContext } from './context.js';
@@ -11,5 +12,6 @@ export type { MigrationContext } from './context.js';
 export function cronguardMigrations(context: MigrationContext): Record<string, Migration> {
   return {
     '001_create_locks': createLocksTable(context),
+    '002_create_runs': createRunsTable(context),
   };
 }

@@ -13,3 +13,6 @@ export type { MysqlPoolLike } from './mysql/connection.js';
 export type { SqliteDatabaseLike } from './sqlite/connection.js';
 export { guarded, setDefaultGuard } from './decorator/default-guard.js';
 export type { GuardedDecorator } from './decorator/guarded.js';
+export type { HistoryQuery, HistoryPage } from './history/history.js';
+export type { RunRecord, RunStatus } from './history/run-record.js';
+export type { LockRecord } from './history/locks.js';

@@ -6,7 +6,7 @@ import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js
 import { guardOn } from './support/guards.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
 
-const TABLES = ['locks'];
+const TABLES = ['locks', 'runs'];
 
 function sqlFiles(dialect: DialectName): string[] {
   const dir = new URL(`../migrations/sql/${dialect}/`, import.meta.url);
@@ -26,7 +26,7 @@ async function describeTable(raw: RawDatabase, dialect: DialectName, prefix: str
     return {
       columns: clean(
         await raw.query(
-          `SELECT column_name, data_type, character_maximum_length, is_nullable, column_default
+          `SELECT column_name, data_type, character_maximum_length, datetime_precision, is_nullable, column_default
              FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`,
           [name],
         ),

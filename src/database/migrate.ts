@@ -10,8 +10,9 @@ const SQLITE_ATTEMPTS = 20;
  * Brings the guard's tables to the latest schema. Safe on many replicas at once: Kysely's migrator
  * takes a lock (an advisory lock on PostgreSQL, GET_LOCK on MySQL) and tolerates a concurrent
  * creator of its own tables. SQLite has no such lock across processes: a migration racing another
- * process fails with SQLITE_BUSY, or with a UNIQUE violation when both recorded the same
- * migration, and is retried; by then it finds the work done.
+ * process fails with SQLITE_BUSY, a UNIQUE violation when both recorded the same migration, or
+ * "already exists" when both created the same table or column, and is retried; by then it finds
+ * the work done.
  */
 export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<void> {
   const migrator = new Migrator({
@@ -35,5 +36,7 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
 
 function isSqliteRace(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE');
+  if (typeof code !== 'string') return false;
+  if (code.startsWith('SQLITE_BUSY') || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') return true;
+  return code === 'SQLITE_ERROR' && /already exists|duplicate column name/.test((error as Error).message);
 }

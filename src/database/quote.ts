@@ -1,6 +1,6 @@
 import type { TableNames } from '../guard/dialect.js';
 
-type TableKey = 'locks' | 'migrations' | 'migrationLock';
+type TableKey = 'locks' | 'runs' | 'migrations' | 'migrationLock';
 
 /**
  * A table's name for SQL text. The parts are identifiers already validated by `resolveTableNames`;

@@ -30,6 +30,7 @@ function namesFor(schema: string | undefined, prefix: string): TableNames {
   return {
     schema,
     locks: `${prefix}locks`,
+    runs: `${prefix}runs`,
     migrations: `${prefix}migrations`,
     migrationLock: `${prefix}migrations_lock`,
   };

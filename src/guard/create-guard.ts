@@ -4,11 +4,13 @@ import { DEFAULT_DATABASE, dialectOf, openDatabase, type DatabaseInput } from '.
 import { runMigrations } from '../database/migrate.js';
 import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../database/table-names.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../decorator/guarded.js';
+import { createHistoryReader, type HistoryPage, type HistoryQuery } from '../history/history.js';
+import { createLockReader, type LockRecord } from '../history/locks.js';
 import { describeValue } from './describe-value.js';
 import type { DialectName, TableNames } from './dialect.js';
 import { GuardError } from './errors.js';
 import { execute, type ExecuteEnvironment, type JobFunction } from './execute.js';
-import { resolveDefaults, resolveJob, type JobDefaults, type JobOptions, type ResolvedDefaults } from './job-options.js';
+import { resolveDefaults, resolveJob, validateJobName, type JobDefaults, type JobOptions, type ResolvedDefaults } from './job-options.js';
 import { consoleLogger, type Logger } from './logger.js';
 import type { RunResult } from './run-result.js';
 
@@ -24,6 +26,8 @@ export interface GuardOptions {
   defaults?: JobDefaults;
   /** Receives warnings (a lock lost) and errors (database failures); normal skips are never logged. @default console */
   logger?: Logger;
+  /** Adds a `skipped` row to the run history for each skipped execution (losers then write). @default false */
+  recordSkips?: boolean;
 }
 
 const MAX_LOCKED_BY_LENGTH = 255;
@@ -37,6 +41,8 @@ export class Guard {
   readonly #tables: TableNames;
   readonly #defaults: ResolvedDefaults;
   readonly #environment: ExecuteEnvironment;
+  readonly #readHistory: (query?: HistoryQuery) => Promise<HistoryPage>;
+  readonly #lockReader: ReturnType<typeof createLockReader>;
   #closed = false;
 
   constructor(options: GuardOptions = {}) {
@@ -53,6 +59,10 @@ export class Guard {
         `Expected \`lockedBy\` to be a string of 1 to ${MAX_LOCKED_BY_LENGTH} characters, got ${describeValue(lockedBy)}`,
       );
     }
+    const recordSkips = options.recordSkips === undefined ? false : options.recordSkips;
+    if (typeof recordSkips !== 'boolean') {
+      throw new TypeError(`Expected \`recordSkips\` to be a boolean, got ${describeValue(recordSkips)}`);
+    }
     this.#defaults = resolveDefaults(options.defaults);
     // `=== undefined`, not `??`: an explicit null is a mistake to report, not a request for the default.
     const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
@@ -68,7 +78,10 @@ export class Guard {
       dialect: opened.dialect,
       lockedBy,
       logger,
+      recordSkips,
     };
+    this.#readHistory = createHistoryReader(opened.db, dialect, this.#tables);
+    this.#lockReader = createLockReader(opened.db, dialect, this.#tables);
   }
 
   /**
@@ -104,6 +117,24 @@ export class Guard {
   guarded(options: JobOptions): GuardedDecorator {
     const job = this.resolveJob(options);
     return createGuardedDecorator((fn) => this.runResolved(job, fn));
+  }
+
+  /** Runs from the history, newest first, with a cursor for the next page. */
+  history(query?: HistoryQuery): Promise<HistoryPage> {
+    return this.#readHistory(query);
+  }
+
+  /** Every lock row with its holder, `held` or `free`, and the time left, on the database's clock. */
+  locks(): Promise<LockRecord[]> {
+    return this.#lockReader.list();
+  }
+
+  /**
+   * Frees a job's lock by hand, for a lock left by a process that is gone. If that process is in
+   * fact alive, its job and the next one can overlap. True when the lock was held.
+   */
+  unlock(name: string): Promise<boolean> {
+    return this.#lockReader.unlock(validateJobName(name));
   }
 
   /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */

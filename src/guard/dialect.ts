@@ -9,23 +9,38 @@ export interface TableNames {
   /** PostgreSQL schema from a `schema.prefix` table prefix. */
   readonly schema: string | undefined;
   readonly locks: string;
+  readonly runs: string;
   readonly migrations: string;
   readonly migrationLock: string;
 }
 
+/** How an execution ended, for its history row. */
+export interface RunOutcome {
+  readonly status: 'succeeded' | 'failed';
+  /** The job's error message, cut to 4 KB; null when it succeeded. */
+  readonly error: string | null;
+}
+
 /**
- * The lock statements of one dialect. Each method is one round trip in the steady state, on the
- * guard's own pooled connection in autocommit (never inside a caller's transaction), comparing
- * times on the database's clock.
+ * The lock and history statements of one dialect, on the guard's own connections, never inside a
+ * caller's transaction, comparing times on the database's clock. A losing acquire is one
+ * statement and writes nothing; the README counts the statements of a win per dialect.
  */
 export interface LockStore {
-  /** Takes the job's lock when it is absent or expired; true when this execution now holds it. */
+  /**
+   * Takes the job's lock when it is absent or expired, and when it does, starts the run's history
+   * row (id = token) and marks `abandoned` the run it took over from if that one never released.
+   * True when this execution now holds the lock.
+   */
   acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean>;
   /**
-   * Gives the lock up, keeping it until `locked_at + lockAtLeastFor`. Matches by token only; false
-   * when no row matched, meaning the lock expired and someone else took it.
+   * Gives the lock up, keeping it until `locked_at + lockAtLeastFor`, and finishes the run's
+   * history row. Matches the lock by token only; false when no lock row matched, meaning the lock
+   * expired and someone else took it (the run is then recorded as `overran`).
    */
-  release(job: ResolvedJob, token: string): Promise<boolean>;
+  release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean>;
+  /** Records a `skipped` history row (the `recordSkips` option). */
+  recordSkip(job: ResolvedJob, token: string, lockedBy: string): Promise<void>;
 }
 
 /** Column types the migrations use; the plain SQL files under migrations/sql spell the same. */
@@ -33,7 +48,29 @@ export interface ColumnTypes {
   readonly jobName: string;
   readonly timestamp: string;
   readonly lockedBy: string;
+  /** A per-execution token, which is also the id of its run in the history. */
   readonly token: string;
+  readonly status: string;
+  readonly bigint: string;
+  readonly boolean: string;
+  readonly text: string;
+}
+
+/**
+ * SQL fragments for reading the tables (history, locks, the CLI), so that every dialect returns the
+ * same shapes: names as text, times as instants, whatever the connection's time zone.
+ */
+export interface ReadSql {
+  /** The database's clock, in UTC. */
+  readonly now: string;
+  /** A time column as a value `new Date()` reads as UTC (a Date, or an ISO text). */
+  time(column: string): string;
+  /** A job-name column as text. */
+  name(column: string): string;
+  /** Milliseconds from now until a time column (negative once it has passed). */
+  millisecondsUntil(column: string): string;
+  /** A Date as a statement parameter compared with a time column. */
+  timeParameter(date: Date): unknown;
 }
 
 /** Everything dialect-specific, one implementation per folder (src/postgres, src/mysql, src/sqlite). */
@@ -44,6 +81,7 @@ export interface Dialect {
   readonly supportsSchemas: boolean;
   /** Appended to CREATE TABLE (engine, character set, WITHOUT ROWID), or empty. */
   readonly createTableSuffix: string;
+  readonly reads: ReadSql;
   createLockStore(db: Kysely<unknown>, tables: TableNames): LockStore;
   /** True for the driver's "no such table" error, so that the message can say to migrate. */
   isMissingTable(error: unknown): boolean;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Dialect, LockStore } from './dialect.js';
+import type { Dialect, LockStore, RunOutcome } from './dialect.js';
 import { GuardError } from './errors.js';
 import { Execution, type ExecutionContext } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
@@ -12,7 +12,12 @@ export interface ExecuteEnvironment {
   readonly dialect: Dialect;
   readonly lockedBy: string;
   readonly logger: Logger;
+  /** Whether a skipped execution gets a `skipped` history row. */
+  readonly recordSkips: boolean;
 }
+
+/** The longest error message kept in the history, in characters. */
+const MAX_ERROR_LENGTH = 4_096;
 
 /** A job body. */
 export type JobFunction<T> = (context: ExecutionContext) => T | Promise<T>;
@@ -42,7 +47,10 @@ export async function execute<T>(
     logger.error(error.message);
     return { executed: false, reason: 'error', error };
   }
-  if (!acquired) return SKIPPED_LOCKED;
+  if (!acquired) {
+    if (environment.recordSkips) await recordSkip(environment, job, token);
+    return SKIPPED_LOCKED;
+  }
 
   const execution = new Execution(job, acquireSentAt);
   let value: Awaited<T>;
@@ -50,17 +58,19 @@ export async function execute<T>(
     value = await fn(execution);
   } catch (jobError) {
     execution.end();
-    await release(environment, job, token);
+    await release(environment, job, token, { status: 'failed', error: errorText(jobError) });
     throw jobError;
   }
   execution.end();
-  await release(environment, job, token);
+  await release(environment, job, token, SUCCEEDED);
   return { executed: true, value };
 }
 
-async function release(environment: ExecuteEnvironment, job: ResolvedJob, token: string): Promise<void> {
+const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });
+
+async function release(environment: ExecuteEnvironment, job: ResolvedJob, token: string, outcome: RunOutcome): Promise<void> {
   try {
-    const released = await environment.store.release(job, token);
+    const released = await environment.store.release(job, token, outcome);
     if (!released) {
       environment.logger.warn(
         `Job "${job.name}" outlived its lock: lockAtMostFor (${job.lockAtMostForMs} ms) passed and another ` +
@@ -76,6 +86,20 @@ async function release(environment: ExecuteEnvironment, job: ResolvedJob, token:
     );
     environment.logger.error(error.message);
   }
+}
+
+async function recordSkip(environment: ExecuteEnvironment, job: ResolvedJob, token: string): Promise<void> {
+  try {
+    await environment.store.recordSkip(job, token, environment.lockedBy);
+  } catch (cause) {
+    environment.logger.error(`Recording a skipped run of job "${job.name}" failed: ${messageOf(cause)}`);
+  }
+}
+
+/** The job's error as history keeps it: its message, cut to 4,096 characters. */
+function errorText(error: unknown): string {
+  const text = messageOf(error);
+  return text.length <= MAX_ERROR_LENGTH ? text : Array.from(text).slice(0, MAX_ERROR_LENGTH).join('');
 }
 
 function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown): GuardError {

@@ -1,5 +1,6 @@
 import type { Dialect } from '../guard/dialect.js';
 import { openMysql } from './connection.js';
+import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
 import { isMysqlMissingTable, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
@@ -8,6 +9,7 @@ export const mysqlDialect: Dialect = {
   columnTypes: mysqlColumnTypes,
   supportsSchemas: false,
   createTableSuffix: mysqlCreateTableSuffix,
+  reads: mysqlReads,
   createLockStore: createMysqlLockStore,
   isMissingTable: isMysqlMissingTable,
   open: openMysql,

@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { quotedTable } from '../database/quote.js';
-import type { LockStore, TableNames } from '../guard/dialect.js';
+import type { LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
 
 /** ER_DUP_ENTRY */
@@ -11,17 +11,24 @@ const DUPLICATE_KEY = 1062;
  */
 const ROW_KNOWN_FOR_MS = 5 * 60_000;
 
-/** The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11. */
+/**
+ * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
+ * A loss costs one statement; a win three (take the lock, start the run, release and finish it).
+ */
 export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames): LockStore {
   const locks = quotedTable(tables, 'locks', '`');
+  const runs = quotedTable(tables, 'runs', '`');
 
   // Acquire, steady state: one UPDATE that takes the row only when it has expired. MySQL has no
   // RETURNING, and an `INSERT … ON DUPLICATE KEY UPDATE` cannot tell a loser from an insert when
   // the connection has CLIENT_FOUND_ROWS (mysql2's default): both report 1 affected row. This
   // UPDATE reports 1 only for a winner in both modes, because a winner always changes the token.
   // UTC_TIMESTAMP(3) is fixed for the statement: the database's clock, in UTC.
+  // previous_token is assigned first (single-table assignments run left to right), so it keeps the
+  // token of a holder that never released (a released row has none).
   const takeSql = `UPDATE ${locks}
-   SET lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?
+   SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
+       locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?
  WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3)`;
 
   // Acquire, first sight of a job: a plain INSERT, so that a concurrent creator gets a duplicate-key
@@ -30,14 +37,54 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames): L
   const createSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token)
 VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?)`;
 
-  // Release: matched by token only. Clearing the token changes the row, so the affected count is 1
-  // with or without CLIENT_FOUND_ROWS, and a second release matches nothing.
-  const releaseSql = `UPDATE ${locks}
-   SET lock_until = GREATEST(UTC_TIMESTAMP(3), locked_at + INTERVAL ? MICROSECOND), token = NULL
- WHERE name = ? AND token = ?`;
+  // Start the run, copying its times from the lock row just taken (the database's clock), and in the
+  // same statement mark `abandoned` the run it took over from, if that one is still `running`: the
+  // second SELECT finds it and the duplicate key turns its insert into that update. MySQL has no
+  // RETURNING and no multi-statement calls on a user's pool, so this is a second round trip; a
+  // process dying between the two leaves no run row of its own, and doctor reports any run left
+  // `running` after its lock expired.
+  const startSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+SELECT ?, name, 'running', locked_by, locked_at, ?, lock_until FROM ${locks} WHERE name = ? AND token = ?
+UNION ALL
+SELECT r.id, r.job_name, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
+  FROM ${runs} r JOIN ${locks} l ON r.id = l.previous_token
+ WHERE l.name = ? AND l.token = ? AND r.status = 'running'
+ON DUPLICATE KEY UPDATE status = 'abandoned'`;
+
+  // Release and finish the run in one multi-table UPDATE. The lock is matched by token only
+  // (LEFT JOIN: a lock taken by someone else leaves only the run to update). Both rows always
+  // change (the token is cleared, the status leaves 'running'), so the affected count is 2 when
+  // the lock was released and 1 when it was lost, with or without CLIENT_FOUND_ROWS. overran: the
+  // lock had expired by now, or another execution had taken it. No assignment reads a column
+  // another one writes: MySQL does not order multi-table assignments.
+  const releaseSql = `UPDATE ${runs} r LEFT JOIN ${locks} l ON l.name = ? AND l.token = r.id
+   SET l.lock_until = GREATEST(UTC_TIMESTAMP(3), l.locked_at + INTERVAL ? MICROSECOND), l.token = NULL,
+       r.status = ?, r.error = ?, r.finished_at = UTC_TIMESTAMP(3),
+       r.duration_ms = TIMESTAMPDIFF(MICROSECOND, r.started_at, UTC_TIMESTAMP(3)) DIV 1000,
+       r.overran = (l.name IS NULL OR r.lock_until < UTC_TIMESTAMP(3))
+ WHERE r.id = ?`;
+
+  const skipSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
 
   /** Job name → when this process last saw its row exist (performance.now()). */
   const rowSeenAt = new Map<string, number>();
+
+  // Frees a lock whose run could not be started, so that a failed second statement does not hold
+  // the job back for lockAtMostFor.
+  const abortSql = `UPDATE ${locks} SET lock_until = locked_at, token = NULL WHERE name = ? AND token = ?`;
+
+  async function start(job: ResolvedJob, token: string): Promise<true> {
+    try {
+      await db.executeQuery(
+        CompiledQuery.raw(startSql, [token, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]),
+      );
+    } catch (error) {
+      await db.executeQuery(CompiledQuery.raw(abortSql, [job.name, token])).catch(() => undefined);
+      throw error;
+    }
+    return true;
+  }
 
   return {
     async acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean> {
@@ -45,7 +92,7 @@ VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?)`;
       const taken = await db.executeQuery(CompiledQuery.raw(takeSql, [micros, lockedBy, token, job.name]));
       if (taken.numAffectedRows === 1n) {
         rowSeenAt.set(job.name, performance.now());
-        return true;
+        return start(job, token);
       }
       const seenAt = rowSeenAt.get(job.name);
       if (seenAt !== undefined && performance.now() - seenAt < ROW_KNOWN_FOR_MS) return false;
@@ -58,12 +105,17 @@ VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?)`;
         created = false;
       }
       rowSeenAt.set(job.name, performance.now());
-      return created;
+      return created ? start(job, token) : false;
     },
-    async release(job: ResolvedJob, token: string): Promise<boolean> {
+    async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       const micros = Math.round(job.lockAtLeastForMs * 1_000);
-      const result = await db.executeQuery(CompiledQuery.raw(releaseSql, [micros, job.name, token]));
-      return result.numAffectedRows === 1n;
+      const result = await db.executeQuery(
+        CompiledQuery.raw(releaseSql, [job.name, micros, outcome.status, outcome.error, token]),
+      );
+      return result.numAffectedRows === 2n;
+    },
+    async recordSkip(job: ResolvedJob, token: string, lockedBy: string): Promise<void> {
+      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, Math.round(job.lockAtMostForMs)]));
     },
   };
 }

@@ -10,6 +10,10 @@ export const mysqlColumnTypes: ColumnTypes = {
   timestamp: 'datetime(3)',
   lockedBy: 'varchar(255)',
   token: 'char(36)',
+  status: 'varchar(16)',
+  bigint: 'bigint',
+  boolean: 'boolean',
+  text: 'text',
 };
 
 export const mysqlCreateTableSuffix = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4';

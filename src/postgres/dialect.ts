@@ -1,5 +1,6 @@
 import type { Dialect } from '../guard/dialect.js';
 import { openPostgres } from './connection.js';
+import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
 import { isPostgresMissingTable, postgresColumnTypes } from './schema.js';
 
@@ -8,6 +9,7 @@ export const postgresDialect: Dialect = {
   columnTypes: postgresColumnTypes,
   supportsSchemas: true,
   createTableSuffix: '',
+  reads: postgresReads,
   createLockStore: createPostgresLockStore,
   isMissingTable: isPostgresMissingTable,
   open: openPostgres,

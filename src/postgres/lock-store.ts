@@ -1,40 +1,72 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { quotedTable } from '../database/quote.js';
-import type { LockStore, TableNames } from '../guard/dialect.js';
+import type { LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
 
-/** The PostgreSQL lock statements, built once per guard. */
+/**
+ * The PostgreSQL lock statements, built once per guard. A win costs two statements in all: one
+ * acquires and starts the run's history row, one releases and finishes it.
+ */
 export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames): LockStore {
   const locks = quotedTable(tables, 'locks', '"');
+  const runs = quotedTable(tables, 'runs', '"');
+  const lockUntil = `now() + $2::double precision * interval '1 millisecond'`;
 
   // Acquire: a conditional UPDATE, then an INSERT … ON CONFLICT DO NOTHING that runs only when the
   // UPDATE took nothing. Not `INSERT … ON CONFLICT DO UPDATE … WHERE`: that form locks the
   // conflicting row even when its WHERE is false, so every losing replica writes WAL and waits for
-  // a flush (561 µs against 76 µs here). A loser of this form takes no row lock and writes nothing.
+  // a flush (561 µs against 76 µs here). A loser of this form takes no row lock, and the history
+  // sub-statements below act only on `won`, so it writes nothing at all.
   // Races: a concurrent UPDATE re-checks `lock_until <= now()` on the row it waited for, and a
   // concurrent INSERT waits on the other's key and then does nothing. now() is the statement's
   // start in autocommit: the database's clock, never a replica's.
+  // previous_token keeps the token of a holder that never released (a released row has none), so
+  // that its run, still `running`, is marked `abandoned` by the same statement that took over.
   const acquireSql = `WITH taken AS (
   UPDATE ${locks}
-     SET lock_until = now() + $2::double precision * interval '1 millisecond',
-         locked_at = now(), locked_by = $3, token = $4
+     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4
    WHERE name = $1 AND lock_until <= now()
-  RETURNING 1
+  RETURNING lock_until, previous_token
 ), inserted AS (
   INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token)
-  SELECT $1, now() + $2::double precision * interval '1 millisecond', now(), $3, $4
+  SELECT $1, ${lockUntil}, now(), $3, $4
    WHERE NOT EXISTS (SELECT 1 FROM taken)
   ON CONFLICT (name) DO NOTHING
-  RETURNING 1
+  RETURNING lock_until, previous_token
+), won AS (
+  SELECT lock_until, previous_token FROM taken UNION ALL SELECT lock_until, previous_token FROM inserted
+), abandoned AS (
+  UPDATE ${runs} SET status = 'abandoned'
+    FROM won WHERE ${runs}.id = won.previous_token AND ${runs}.status = 'running'
+), started AS (
+  INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+  SELECT $4, $1, 'running', $3, now(), $2, lock_until FROM won
 )
-SELECT 1 FROM taken UNION ALL SELECT 1 FROM inserted`;
+SELECT 1 FROM won`;
 
   // Release: matched by the execution's token, never by locked_by (two processes on one host
   // share a host name). Keeps the lock until locked_at + lockAtLeastFor; clearing the token makes
-  // a second release match nothing.
-  const releaseSql = `UPDATE ${locks}
-   SET lock_until = GREATEST(now(), locked_at + $2::double precision * interval '1 millisecond'), token = NULL
- WHERE name = $1 AND token = $3`;
+  // a second release match nothing and tells the next taker that nobody was left running.
+  // The run is finished in the same statement. overran: the lock had expired by now (its
+  // lock_until passed), or another execution had already taken it (no lock row matched).
+  const releaseSql = `WITH released AS (
+  UPDATE ${locks}
+     SET lock_until = GREATEST(now(), locked_at + $2::double precision * interval '1 millisecond'), token = NULL
+   WHERE name = $1 AND token = $3
+  RETURNING 1
+), finished AS (
+  UPDATE ${runs}
+     SET status = $4, finished_at = now(), error = $5,
+         duration_ms = round(extract(epoch FROM now() - started_at) * 1000),
+         overran = lock_until < now() OR NOT EXISTS (SELECT 1 FROM released)
+   WHERE id = $3
+)
+SELECT count(*)::int AS released FROM released`;
+
+  // A skipped execution, for those who asked (recordSkips). Not on the losing path by default:
+  // a loser writes nothing.
+  const skipSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES ($1, $2, 'skipped', $3, now(), now(), 0, $4)`;
 
   return {
     async acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean> {
@@ -43,9 +75,14 @@ SELECT 1 FROM taken UNION ALL SELECT 1 FROM inserted`;
       );
       return result.rows.length === 1;
     },
-    async release(job: ResolvedJob, token: string): Promise<boolean> {
-      const result = await db.executeQuery(CompiledQuery.raw(releaseSql, [job.name, job.lockAtLeastForMs, token]));
-      return result.numAffectedRows === 1n;
+    async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
+      const result = await db.executeQuery<{ released: number }>(
+        CompiledQuery.raw(releaseSql, [job.name, job.lockAtLeastForMs, token, outcome.status, outcome.error]),
+      );
+      return result.rows[0]?.released === 1;
+    },
+    async recordSkip(job: ResolvedJob, token: string, lockedBy: string): Promise<void> {
+      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs]));
     },
   };
 }

@@ -3,9 +3,13 @@ import type { ColumnTypes } from '../guard/dialect.js';
 /** timestamptz stores UTC instants: no session time zone can shift a lock's expiry. */
 export const postgresColumnTypes: ColumnTypes = {
   jobName: 'varchar(255)',
-  timestamp: 'timestamptz',
+  timestamp: 'timestamptz(3)',
   lockedBy: 'varchar(255)',
   token: 'varchar(36)',
+  status: 'varchar(16)',
+  bigint: 'bigint',
+  boolean: 'boolean',
+  text: 'text',
 };
 
 /** undefined_table */

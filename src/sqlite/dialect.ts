@@ -1,5 +1,6 @@
 import type { Dialect } from '../guard/dialect.js';
 import { openSqlite } from './connection.js';
+import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
 import { isSqliteMissingTable, sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 
@@ -8,6 +9,7 @@ export const sqliteDialect: Dialect = {
   columnTypes: sqliteColumnTypes,
   supportsSchemas: false,
   createTableSuffix: sqliteCreateTableSuffix,
+  reads: sqliteReads,
   createLockStore: createSqliteLockStore,
   isMissingTable: isSqliteMissingTable,
   open: openSqlite,

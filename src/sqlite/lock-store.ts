@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { quotedTable } from '../database/quote.js';
-import type { LockStore, TableNames } from '../guard/dialect.js';
+import type { LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
 
 /** UTC with milliseconds and a fixed width, so that text order is time order. */
@@ -11,40 +11,92 @@ function plusSeconds(ms: number): string {
   return `+${ms / 1_000} seconds`;
 }
 
-/** The SQLite lock statements, built once per guard. */
+type Statement = CompiledQuery;
+
+/**
+ * The SQLite lock statements, built once per guard. An acquire and a release are each one short
+ * transaction on the guard's single connection. BEGIN IMMEDIATE takes the write lock first:
+ * a deferred transaction that reads and then writes fails with SQLITE_BUSY_SNAPSHOT, without
+ * waiting, when another process wrote in between.
+ */
 export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames): LockStore {
   const locks = quotedTable(tables, 'locks', '"');
+  const runs = quotedTable(tables, 'runs', '"');
 
   // Acquire: one upsert whose update applies only when the lock has expired. SQLite serialises
   // writers (the busy timeout makes a second process wait), so the check and the write are one
   // atomic step. 'now' is fixed for the statement and is the host's clock, which every process on
-  // this host shares. RETURNING yields a row only for the winner.
+  // this host shares. RETURNING yields a row only for the winner, with the token of a holder that
+  // never released (a released row has none).
   const acquireSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token)
 VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?), ${NOW}, ?, ?)
 ON CONFLICT (name) DO UPDATE
-   SET lock_until = excluded.lock_until, locked_at = excluded.locked_at,
+   SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
        locked_by = excluded.locked_by, token = excluded.token
  WHERE lock_until <= excluded.locked_at
-RETURNING 1`;
+RETURNING lock_until, previous_token`;
+  // The run the winner took over from never released: its process died or overran.
+  const abandonSql = `UPDATE ${runs} SET status = 'abandoned' WHERE id = ? AND status = 'running'`;
+  const startSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+VALUES (?, ?, 'running', ?, ${NOW}, ?, ?)`;
 
   // Release: matched by token only; keeps the lock until locked_at + lockAtLeastFor; clearing the
-  // token makes a second release match nothing.
+  // token makes a second release match nothing and tells the next taker nobody was left running.
   const releaseSql = `UPDATE ${locks}
    SET lock_until = max(${NOW}, strftime('%Y-%m-%dT%H:%M:%fZ', locked_at, ?)), token = NULL
  WHERE name = ? AND token = ?`;
+  // overran: the lock had expired by now, or another execution had taken it (released = 0).
+  const finishSql = `UPDATE ${runs}
+   SET status = ?, finished_at = ${NOW}, error = ?,
+       duration_ms = CAST(round((julianday('now') - julianday(started_at)) * 86400000) AS INTEGER),
+       overran = (lock_until < ${NOW} OR ? = 0)
+ WHERE id = ?`;
+  const skipSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
+
+  const begin = CompiledQuery.raw('BEGIN IMMEDIATE');
+  const commit = CompiledQuery.raw('COMMIT');
+  const rollback = CompiledQuery.raw('ROLLBACK');
+
+  /** Runs `work` in one immediate transaction on the guard's connection. */
+  function transaction<T>(work: (run: (statement: Statement) => Promise<{ rows: unknown[]; changes: number }>) => Promise<T>): Promise<T> {
+    return db.connection().execute(async (connection) => {
+      const run = async (statement: Statement) => {
+        const result = await connection.executeQuery(statement);
+        return { rows: result.rows as unknown[], changes: Number(result.numAffectedRows ?? 0n) };
+      };
+      await run(begin);
+      try {
+        const value = await work(run);
+        await run(commit);
+        return value;
+      } catch (error) {
+        await run(rollback).catch(() => undefined);
+        throw error;
+      }
+    });
+  }
 
   return {
-    async acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean> {
-      const result = await db.executeQuery(
-        CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token]),
-      );
-      return result.rows.length === 1;
+    acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean> {
+      return transaction(async (run) => {
+        const taken = await run(CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token]));
+        const row = taken.rows[0] as { lock_until: string; previous_token: string | null } | undefined;
+        if (row === undefined) return false;
+        if (row.previous_token !== null) await run(CompiledQuery.raw(abandonSql, [row.previous_token]));
+        await run(CompiledQuery.raw(startSql, [token, job.name, lockedBy, job.lockAtMostForMs, row.lock_until]));
+        return true;
+      });
     },
-    async release(job: ResolvedJob, token: string): Promise<boolean> {
-      const result = await db.executeQuery(
-        CompiledQuery.raw(releaseSql, [plusSeconds(job.lockAtLeastForMs), job.name, token]),
-      );
-      return result.numAffectedRows === 1n;
+    release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
+      return transaction(async (run) => {
+        const released = await run(CompiledQuery.raw(releaseSql, [plusSeconds(job.lockAtLeastForMs), job.name, token]));
+        await run(CompiledQuery.raw(finishSql, [outcome.status, outcome.error, released.changes, token]));
+        return released.changes === 1;
+      });
+    },
+    async recordSkip(job: ResolvedJob, token: string, lockedBy: string): Promise<void> {
+      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs]));
     },
   };
 }

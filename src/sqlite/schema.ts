@@ -9,6 +9,10 @@ export const sqliteColumnTypes: ColumnTypes = {
   timestamp: 'text',
   lockedBy: 'text',
   token: 'text',
+  status: 'text',
+  bigint: 'integer',
+  boolean: 'integer',
+  text: 'text',
 };
 
 /** A text primary key needs no second b-tree. */

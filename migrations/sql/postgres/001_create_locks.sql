@@ -3,8 +3,8 @@
 -- token identifies the execution holding the lock (NULL once released); locked_by is for humans.
 CREATE TABLE IF NOT EXISTS cronguard_locks (
   name varchar(255) NOT NULL PRIMARY KEY,
-  lock_until timestamptz NOT NULL,
-  locked_at timestamptz NOT NULL,
+  lock_until timestamptz(3) NOT NULL,
+  locked_at timestamptz(3) NOT NULL,
   locked_by varchar(255) NOT NULL,
   token varchar(36)
 );

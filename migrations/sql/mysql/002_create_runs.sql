@@ -1,0 +1,23 @@
+-- cronguard 002: the run history, one row per guarded execution (id = the execution's token).
+-- locks.previous_token: the token of the execution a takeover took the lock from when that one
+-- never released it, so that the acquire can mark that run abandoned.
+-- MySQL 8.0 has no ADD COLUMN IF NOT EXISTS or CREATE INDEX IF NOT EXISTS: apply this file once.
+ALTER TABLE cronguard_locks ADD COLUMN previous_token CHAR(36);
+
+CREATE TABLE cronguard_runs (
+  id CHAR(36) NOT NULL PRIMARY KEY,
+  job_name VARBINARY(1020) NOT NULL,
+  slot DATETIME(3),
+  status VARCHAR(16) NOT NULL,
+  locked_by VARCHAR(255) NOT NULL,
+  started_at DATETIME(3) NOT NULL,
+  finished_at DATETIME(3),
+  duration_ms BIGINT,
+  lock_at_most_for_ms BIGINT,
+  lock_until DATETIME(3),
+  overran BOOLEAN NOT NULL DEFAULT false,
+  error TEXT
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+-- The newest runs of one job (history --job, doctor), and the newest runs (history, prune).
+CREATE INDEX cronguard_runs_job_started ON cronguard_runs (job_name, started_at, id);
+CREATE INDEX cronguard_runs_started ON cronguard_runs (started_at, id);

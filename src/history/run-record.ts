@@ -1,0 +1,70 @@
+/** Where a run stands. `abandoned`: its lock expired while it was `running` and another execution took over (its process died, or it overran and may still finish). `skipped`: recorded only with `recordSkips`. */
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'abandoned' | 'skipped';
+
+export const RUN_STATUSES: readonly RunStatus[] = ['running', 'succeeded', 'failed', 'abandoned', 'skipped'];
+
+/** One row of `<prefix>runs`. Times are UTC instants from the database's clock. */
+export interface RunRecord {
+  /** The execution's token. */
+  readonly id: string;
+  readonly job: string;
+  /** The nominal scheduled time, when the caller gave one. */
+  readonly slot: Date | null;
+  readonly status: RunStatus;
+  readonly lockedBy: string;
+  readonly startedAt: Date;
+  readonly finishedAt: Date | null;
+  readonly durationMs: number | null;
+  readonly lockAtMostForMs: number | null;
+  /** When the run's lock expired or expires. */
+  readonly lockUntil: Date | null;
+  /** The run finished after its lock had expired: another execution may have overlapped it. */
+  readonly overran: boolean;
+  /** The job's error message, cut to 4,096 characters. */
+  readonly error: string | null;
+}
+
+/** A row of `<prefix>runs` as the drivers return it, with the columns aliased as below. */
+export interface RunRow {
+  id: string;
+  job: string;
+  slot: Date | string | null;
+  status: RunStatus;
+  locked_by: string;
+  started_at: Date | string;
+  finished_at: Date | string | null;
+  duration_ms: number | string | null;
+  lock_at_most_for_ms: number | string | null;
+  lock_until: Date | string | null;
+  overran: boolean | number;
+  error: string | null;
+}
+
+export function toRunRecord(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    job: row.job,
+    slot: toDateOrNull(row.slot),
+    status: row.status,
+    lockedBy: row.locked_by,
+    startedAt: toDate(row.started_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    durationMs: toNumberOrNull(row.duration_ms),
+    lockAtMostForMs: toNumberOrNull(row.lock_at_most_for_ms),
+    lockUntil: toDateOrNull(row.lock_until),
+    overran: Boolean(Number(row.overran)),
+    error: row.error,
+  };
+}
+
+export function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}
+
+function toDateOrNull(value: Date | string | null): Date | null {
+  return value === null ? null : toDate(value);
+}
+
+function toNumberOrNull(value: number | string | null): number | null {
+  return value === null ? null : Number(value);
+}

@@ -1,0 +1,141 @@
+// The run history on every dialect: each outcome recorded, crashed runs marked, pages and filters.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { dialectTargets } from './support/dialects.js';
+import { guardOn, migratedGuard } from './support/guards.js';
+import { startWorker } from './support/processes.js';
+
+describe.each(dialectTargets())('history on $name', (target) => {
+  describe.skipIf(target.serverUrl === null)('', () => {
+    it('records a succeeded run with its duration and lock, on the database clock', async () => {
+      const { guard } = await migratedGuard(target, { lockedBy: 'replica-a' });
+      const before = Date.now();
+      await guard.run({ name: 'ok', lockAtMostFor: '1m' }, () => sleep(120));
+      const { runs, next } = await guard.history();
+      expect(next).toBeUndefined();
+      expect(runs).toHaveLength(1);
+      const run = runs[0];
+      expect(run).toMatchObject({ job: 'ok', status: 'succeeded', lockedBy: 'replica-a', overran: false, error: null, slot: null });
+      expect(run?.id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(run?.durationMs).toBeGreaterThanOrEqual(100);
+      expect(run?.durationMs).toBeLessThan(5_000);
+      expect(run?.lockAtMostForMs).toBe(60_000);
+      // The database clock is this host's clock here: the times fall around the run.
+      expect(run?.startedAt.getTime()).toBeGreaterThanOrEqual(before - 1_000);
+      expect(run?.finishedAt?.getTime()).toBeGreaterThanOrEqual(run?.startedAt.getTime() ?? Infinity);
+      expect((run?.lockUntil?.getTime() ?? 0) - (run?.startedAt.getTime() ?? 0)).toBe(60_000);
+    });
+
+    it('records a failed run with its error message, cut to 4,096 characters', async () => {
+      const { guard } = await migratedGuard(target);
+      await expect(guard.run({ name: 'bad', lockAtMostFor: '1m' }, () => Promise.reject(new Error('disk full')))).rejects.toThrow();
+      const long = `${'é'.repeat(5_000)}`;
+      await expect(guard.run({ name: 'bad', lockAtMostFor: '1m' }, () => Promise.reject(new Error(long)))).rejects.toThrow();
+      const { runs } = await guard.history({ job: 'bad' });
+      expect(runs.map((run) => run.status)).toEqual(['failed', 'failed']);
+      expect(runs[1]?.error).toBe('disk full');
+      expect(runs[0]?.error).toBe('é'.repeat(4_096));
+    });
+
+    it('marks overran a run that finished after its lock expired', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      await guard.run({ name: 'slow', lockAtMostFor: 300 }, () => sleep(500));
+      expect((await guard.history({ job: 'slow' })).runs[0]).toMatchObject({ status: 'succeeded', overran: true });
+
+      // Lost: another execution took the expired lock; the late finisher still records its outcome.
+      const other = guardOn(url, prefix).guard;
+      const late = guard.run({ name: 'lost', lockAtMostFor: 300 }, () => sleep(700));
+      await sleep(400);
+      expect((await other.run({ name: 'lost', lockAtMostFor: '1m' }, () => 'took over')).executed).toBe(true);
+      await late;
+      const { runs } = await guard.history({ job: 'lost' });
+      // Newest first: the successor (on time), then the late finisher (overran, not abandoned: it finished).
+      expect(runs.map((run) => [run.status, run.overran])).toEqual([
+        ['succeeded', false],
+        ['succeeded', true],
+      ]);
+    });
+
+    it('marks abandoned the run of a holder killed with SIGKILL, when another execution takes over', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const doomed = startWorker<{ type: 'running' }>('hold-worker.ts', [url, prefix, 'crash', '1000']);
+      await doomed.next('running');
+      doomed.child.kill('SIGKILL');
+      await doomed.exited;
+      expect((await guard.history({ job: 'crash' })).runs.map((run) => run.status)).toEqual(['running']);
+      expect(await guard.run({ name: 'crash', lockAtMostFor: '1m' }, () => 'early')).toEqual({ executed: false, reason: 'locked' });
+      await sleep(1_100);
+      expect(await guard.run({ name: 'crash', lockAtMostFor: '1m' }, () => 'recovered')).toEqual({ executed: true, value: 'recovered' });
+      const { runs } = await guard.history({ job: 'crash' });
+      expect(runs.map((run) => [run.status, run.lockedBy.startsWith('doomed-')])).toEqual([
+        ['succeeded', false],
+        ['abandoned', true],
+      ]);
+      expect(runs[1]?.finishedAt).toBeNull();
+    });
+
+    it('pages newest first with a cursor, and filters by job, status and time', async () => {
+      const { guard } = await migratedGuard(target);
+      for (let i = 0; i < 7; i += 1) {
+        await guard.run({ name: i % 2 === 0 ? 'even' : 'odd', lockAtMostFor: '1m' }, () => i);
+        await sleep(5);
+      }
+      const seen: string[] = [];
+      let page = await guard.history({ limit: 3 });
+      const sizes = [page.runs.length];
+      seen.push(...page.runs.map((run) => run.id));
+      while (page.next !== undefined) {
+        page = await guard.history({ limit: 3, before: page.next });
+        sizes.push(page.runs.length);
+        seen.push(...page.runs.map((run) => run.id));
+      }
+      expect(sizes).toEqual([3, 3, 1]);
+      expect(new Set(seen).size).toBe(7);
+      const all = (await guard.history()).runs;
+      expect(all.map((run) => run.id)).toEqual(seen);
+      const times = all.map((run) => run.startedAt.getTime());
+      expect(times).toEqual([...times].sort((a, b) => b - a));
+      expect((await guard.history({ job: 'even' })).runs).toHaveLength(4);
+      expect((await guard.history({ status: 'failed' })).runs).toHaveLength(0);
+      expect((await guard.history({ since: '1h' })).runs).toHaveLength(7);
+      expect((await guard.history({ until: '1h' })).runs).toHaveLength(0);
+      expect((await guard.history({ since: all[2]?.startedAt })).runs).toHaveLength(3);
+      await expect(guard.history({ before: 'nonsense' })).rejects.toThrow(TypeError);
+      await expect(guard.history({ limit: 0 })).rejects.toThrow('Expected `limit` to be an integer from 1 to 1000, got 0');
+    });
+
+    it('lists locks held and free with the time left, and frees one by hand', async () => {
+      const { guard } = await migratedGuard(target, { lockedBy: 'replica-a' });
+      await guard.run({ name: 'free', lockAtMostFor: '1m' }, () => 1);
+      await guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '30s' }, () => 1);
+      let release!: () => void;
+      const holding = guard.run({ name: 'busy', lockAtMostFor: '1m' }, () => new Promise<void>((r) => (release = r)));
+      await expect.poll(() => release).toBeTypeOf('function');
+      const locks = await guard.locks();
+      expect(locks.map((lock) => [lock.name, lock.state, lock.running, lock.lockedBy])).toEqual([
+        ['busy', 'held', true, 'replica-a'],
+        ['free', 'free', false, 'replica-a'],
+        ['kept', 'held', false, 'replica-a'],
+      ]);
+      const kept = locks.find((lock) => lock.name === 'kept');
+      expect(kept?.remainingMs).toBeGreaterThan(25_000);
+      expect(kept?.remainingMs).toBeLessThanOrEqual(30_000);
+      expect(locks.find((lock) => lock.name === 'free')?.remainingMs).toBe(0);
+      expect(await guard.unlock('kept')).toBe(true);
+      expect(await guard.unlock('kept')).toBe(false);
+      expect((await guard.run({ name: 'kept', lockAtMostFor: '1m' }, () => 'again')).executed).toBe(true);
+      release();
+      await holding;
+    });
+
+    it('records skipped executions only with recordSkips', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const recording = guardOn(url, prefix, { recordSkips: true }).guard;
+      await guard.run({ name: 'skip', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
+      expect((await guard.run({ name: 'skip', lockAtMostFor: '1m' }, () => 2)).executed).toBe(false);
+      expect((await recording.run({ name: 'skip', lockAtMostFor: '1m' }, () => 3)).executed).toBe(false);
+      const { runs } = await guard.history({ job: 'skip' });
+      expect(runs.map((run) => run.status).sort()).toEqual(['skipped', 'succeeded']);
+    });
+  });
+});
