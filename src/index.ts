@@ -16,3 +16,4 @@ export type { GuardedDecorator } from './decorator/guarded.js';
 export type { HistoryQuery, HistoryPage } from './history/history.js';
 export type { RunRecord, RunStatus } from './history/run-record.js';
 export type { LockRecord } from './history/locks.js';
+export type { JobDiagnosis } from './history/doctor.js';

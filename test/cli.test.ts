@@ -1,6 +1,7 @@
 // The `cronguard` command, end to end through child_process, on the built package.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
@@ -33,12 +34,76 @@ describe.each(dialectTargets())('cronguard migrate on $name', (target) => {
   });
 });
 
+describe.each(dialectTargets())('cronguard reading the history on $name', (target) => {
+  it.skipIf(target.serverUrl === null)('shows locks, history, doctor, prune and unlock, as tables and as JSON', async () => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const { guard } = guardOn(url, prefix, { lockedBy: 'replica-a' });
+    await guard.migrate();
+    const common = ['--database', url, '--table-prefix', prefix];
+    expect(await cronguard(['doctor', ...common])).toEqual({ code: 0, stdout: 'No jobs yet.\n', stderr: '' });
+    await guard.run({ name: 'healthy', lockAtMostFor: '1m' }, () => sleep(20));
+    await guard.run({ name: 'tight', lockAtMostFor: 400 }, () => sleep(250));
+    await guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
+    await expect(guard.run({ name: 'broken', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no route')))).rejects.toThrow();
+
+    const locks = await cronguard(['locks', ...common]);
+    expect(locks.code).toBe(0);
+    expect(locks.stdout.split('\n')[0]).toMatch(/^JOB +STATE +RUNNING +LOCKED BY +LOCKED AT +UNTIL +LEFT$/);
+    expect(locks.stdout).toMatch(/^kept +held +no +replica-a /m);
+    expect(locks.stdout).toMatch(/^healthy +free +no +replica-a /m);
+    const locksJson = JSON.parse((await cronguard(['locks', '--json', ...common])).stdout) as { name: string; state: string }[];
+    expect(locksJson.map((lock) => [lock.name, lock.state])).toEqual([
+      ['broken', 'free'],
+      ['healthy', 'free'],
+      ['kept', 'held'],
+      ['tight', 'free'],
+    ]);
+
+    const history = await cronguard(['history', '--job', 'broken', ...common]);
+    expect(history.code).toBe(0);
+    expect(history.stdout).toMatch(/ broken +failed +\d+ms +no +replica-a +no route\n$/);
+    const historyJson = JSON.parse((await cronguard(['history', '--json', '--since', '1h', '--limit', '2', ...common])).stdout) as {
+      runs: unknown[];
+      next?: string;
+    };
+    expect(historyJson.runs).toHaveLength(2);
+    expect(typeof historyJson.next).toBe('string');
+
+    const doctor = await cronguard(['doctor', ...common]);
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toMatch(/^tight: longest run \(\d+ ms\) passed half of lockAtMostFor \(400 ms\)$/m);
+    expect(doctor.stdout).toMatch(/^healthy +1 +0 +0 +0 /m);
+    const doctorJson = JSON.parse((await cronguard(['doctor', '--json', ...common])).stdout) as { job: string; problems: string[] }[];
+    expect(doctorJson.filter((job) => job.problems.length > 0).map((job) => job.job)).toEqual(['tight']);
+
+    expect(await cronguard(['unlock', 'kept', ...common])).toMatchObject({ code: 2 });
+    expect(await cronguard(['unlock', 'kept', '--force', ...common])).toEqual({ code: 0, stdout: 'Unlocked "kept".\n', stderr: '' });
+    expect((await guard.run({ name: 'kept', lockAtMostFor: '1m' }, () => 'again')).executed).toBe(true);
+
+    await sleep(50);
+    // Each job keeps its newest run; 'kept' has two, so one goes.
+    expect(await cronguard(['prune', '--older-than', '10ms', ...common])).toEqual({
+      code: 0,
+      stdout: 'Deleted 1 run(s) older than 10ms.\n',
+      stderr: '',
+    });
+    expect((await guard.history()).runs.map((run) => run.job).sort()).toEqual(['broken', 'healthy', 'kept', 'tight']);
+  });
+});
+
 describe('cronguard usage errors', () => {
   it('exits 2 with one line and no stack trace', async () => {
     const cases = [
       { args: ['migrate'], message: 'cronguard: no database: pass --database <url> or set CRONGUARD_DATABASE_URL\n' },
       { args: ['migrate', '--database', 'foo://x'], message: /^cronguard: Expected `database` to be a URL starting with/ },
-      { args: ['frobnicate', '--database', 'sqlite::memory:'], message: 'cronguard: unknown command "frobnicate"\n' },
+      { args: ['frobnicate', '--database', 'sqlite::memory:'], message: 'cronguard: unknown command "frobnicate" (see cronguard --help)\n' },
+      { args: ['locks', '--job', 'x', '--database', 'sqlite::memory:'], message: 'cronguard: locks does not take --job\n' },
+      { args: ['locks', '--database', 'sqlite::memory:'], message: /^cronguard: The cronguard tables do not exist; run `cronguard migrate`/ },
+      { args: ['history', '--limit', 'x', '--database', 'sqlite::memory:'], message: 'cronguard: --limit expects a whole number, got "x"\n' },
+      { args: ['prune', '--database', 'sqlite::memory:'], message: /^cronguard: prune needs --older-than/ },
+      { args: ['unlock', '--database', 'sqlite::memory:'], message: /^cronguard: unlock needs a job name/ },
+      { args: ['locks', '--database', 'mysql://root@127.0.0.1:1/none'], message: /^cronguard: .*ECONNREFUSED/ },
       { args: ['migrate', '--nope'], message: /^cronguard: Unknown option '--nope'/ },
       { args: ['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'], message: /^cronguard: Migrating the cronguard tables failed/ },
     ];

@@ -128,6 +128,22 @@ describe.each(dialectTargets())('history on $name', (target) => {
       await holding;
     });
 
+    it('prunes by historyRetention after a run, at most once an hour, keeping each job\'s newest run', async () => {
+      const { guard: writer, url, prefix } = await migratedGuard(target);
+      for (const name of ['x', 'x', 'x', 'y', 'y']) await writer.run({ name, lockAtMostFor: '1m' }, () => 1);
+      await sleep(150);
+      const retaining = guardOn(url, prefix, { historyRetention: '100ms' }).guard;
+      await retaining.run({ name: 'x', lockAtMostFor: '1m' }, () => 1);
+      const jobs = async () => (await writer.history()).runs.map((run) => run.job).sort();
+      await expect.poll(jobs).toEqual(['x', 'y']);
+      // Within the hour, a second run does not prune again.
+      await writer.run({ name: 'y', lockAtMostFor: '1m' }, () => 1);
+      await sleep(150);
+      await retaining.run({ name: 'x', lockAtMostFor: '1m' }, () => 1);
+      await sleep(200);
+      expect(await jobs()).toEqual(['x', 'x', 'y', 'y']);
+    });
+
     it('records skipped executions only with recordSkips', async () => {
       const { guard, url, prefix } = await migratedGuard(target);
       const recording = guardOn(url, prefix, { recordSkips: true }).guard;

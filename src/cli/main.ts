@@ -1,20 +1,49 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { createGuard } from '../guard/create-guard.js';
-import { GuardError } from '../guard/errors.js';
+import { createGuard, type Guard } from '../guard/create-guard.js';
+import {
+  doctorCommand,
+  historyCommand,
+  locksCommand,
+  migrateCommand,
+  pruneCommand,
+  unlockCommand,
+  UsageError,
+  type CommandOptions,
+  type CommandOutput,
+} from './commands.js';
 
 const USAGE = `Usage: cronguard <command> [options]
 
 Commands:
-  migrate              Create or update the cronguard tables
+  migrate                     Create or update the cronguard tables
+  locks                       Every lock: held or free, holder, time left
+  history                     Runs, newest first
+      --job <name>  --status <running|succeeded|failed|abandoned|skipped>
+      --since <24h>  --limit <50>
+  doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
+  prune --older-than <30d>    Delete old runs, keeping each job's newest
+  unlock <job> --force        Free a lock left by a process that is gone
 
 Options:
   --database <url>     postgres://…, mysql://…, sqlite:<path> (default: $CRONGUARD_DATABASE_URL)
   --table-prefix <p>   The guard's tablePrefix (default: cronguard_)
+  --json               Machine-readable output
   -h, --help           Show this help
+
+Exit codes: 0 fine, 1 doctor found problems, 2 usage or connection error.
 `;
 
-/** Exit codes: 0 fine, 2 a usage or connection error. */
+/** Options each command accepts, besides --database, --table-prefix and --json. */
+const COMMAND_OPTIONS: Record<string, readonly string[]> = {
+  migrate: [],
+  locks: [],
+  history: ['job', 'status', 'since', 'limit'],
+  doctor: [],
+  prune: ['older-than'],
+  unlock: ['force'],
+};
+
 export async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -24,40 +53,89 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         database: { type: 'string' },
         'table-prefix': { type: 'string' },
+        json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
+        job: { type: 'string' },
+        status: { type: 'string' },
+        since: { type: 'string' },
+        limit: { type: 'string' },
+        'older-than': { type: 'string' },
+        force: { type: 'boolean' },
       },
     });
   } catch (error) {
-    return usageError((error as Error).message);
+    return fail((error as Error).message);
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
-  if (values.help === true || command === undefined) {
+  if (values.help === true) {
     process.stdout.write(USAGE);
-    return command === undefined && values.help !== true ? 2 : 0;
+    return 0;
   }
-  if (command !== 'migrate') return usageError(`unknown command "${command}"`);
-  if (rest.length > 0) return usageError(`unexpected argument "${rest[0]}"`);
+  if (command === undefined) {
+    process.stderr.write(USAGE);
+    return 2;
+  }
+  const allowed = COMMAND_OPTIONS[command];
+  if (allowed === undefined) return fail(`unknown command "${command}" (see cronguard --help)`);
+  const stray = Object.keys(values).find((key) => !['database', 'table-prefix', 'json'].includes(key) && !allowed.includes(key));
+  if (stray !== undefined) return fail(`${command} does not take --${stray}`);
+  const [job, extra] = rest;
+  if (extra !== undefined || (job !== undefined && command !== 'unlock')) return fail(`unexpected argument "${extra ?? job}"`);
+
   const database = values.database ?? process.env.CRONGUARD_DATABASE_URL;
-  if (database === undefined || database === '') {
-    return usageError('no database: pass --database <url> or set CRONGUARD_DATABASE_URL');
-  }
+  if (database === undefined || database === '') return fail('no database: pass --database <url> or set CRONGUARD_DATABASE_URL');
+  const options: CommandOptions = {
+    ...(values.job === undefined ? {} : { job: values.job }),
+    ...(values.status === undefined ? {} : { status: values.status }),
+    ...(values.since === undefined ? {} : { since: values.since }),
+    ...(values.limit === undefined ? {} : { limit: values.limit }),
+    ...(values['older-than'] === undefined ? {} : { olderThan: values['older-than'] }),
+    ...(values.force === undefined ? {} : { force: values.force }),
+  };
+
+  let guard: Guard | undefined;
   try {
-    const guard = createGuard({ database, tablePrefix: values['table-prefix'] ?? 'cronguard_' });
-    try {
-      await guard.migrate();
-    } finally {
-      await guard.close();
-    }
+    // Errors are logged by the CLI itself, once, as one line.
+    guard = createGuard({ database, tablePrefix: values['table-prefix'] ?? 'cronguard_', logger: { warn: () => {}, error: () => {} } });
+    const output = await run(guard, command, job, options);
+    process.stdout.write(values.json === true ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
+    return output.exitCode;
   } catch (error) {
-    if (error instanceof TypeError || error instanceof GuardError) return usageError(error.message);
-    throw error;
+    if (process.env.CRONGUARD_DEBUG !== undefined) console.error(error);
+    return fail(describeError(error));
+  } finally {
+    await guard?.close().catch(() => undefined);
   }
-  process.stdout.write('cronguard: tables are up to date\n');
-  return 0;
 }
 
-function usageError(message: string): number {
+function run(guard: Guard, command: string, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
+  switch (command) {
+    case 'migrate':
+      return migrateCommand(guard);
+    case 'locks':
+      return locksCommand(guard);
+    case 'history':
+      return historyCommand(guard, options);
+    case 'doctor':
+      return doctorCommand(guard);
+    case 'prune':
+      return pruneCommand(guard, options);
+    default:
+      return unlockCommand(guard, job, options);
+  }
+}
+
+/** One line: the message, and the driver's reason when it is the cause. */
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  if (error instanceof UsageError || error instanceof TypeError) return error.message;
+  const cause = error.cause instanceof Error && !error.message.includes(error.cause.message) ? `: ${error.cause.message}` : '';
+  const message = error.message === '' && 'code' in error ? String(error.code) : error.message;
+  return `${message}${cause}`.replace(/\s*\n\s*/g, ' ');
+}
+
+function fail(message: string): number {
   process.stderr.write(`cronguard: ${message}\n`);
   return 2;
 }

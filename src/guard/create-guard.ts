@@ -4,9 +4,12 @@ import { DEFAULT_DATABASE, dialectOf, openDatabase, type DatabaseInput } from '.
 import { runMigrations } from '../database/migrate.js';
 import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../database/table-names.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../decorator/guarded.js';
-import { createHistoryReader, type HistoryPage, type HistoryQuery } from '../history/history.js';
+import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from '../history/doctor.js';
+import { createHistoryReader, pointInTime, type HistoryPage, type HistoryQuery } from '../history/history.js';
 import { createLockReader, type LockRecord } from '../history/locks.js';
+import { createPruner } from '../history/prune.js';
 import { describeValue } from './describe-value.js';
+import { parseDuration, type DurationInput } from './duration.js';
 import type { DialectName, TableNames } from './dialect.js';
 import { GuardError } from './errors.js';
 import { execute, type ExecuteEnvironment, type JobFunction } from './execute.js';
@@ -28,7 +31,13 @@ export interface GuardOptions {
   logger?: Logger;
   /** Adds a `skipped` row to the run history for each skipped execution (losers then write). @default false */
   recordSkips?: boolean;
+  /** Deletes history rows older than this as the guard runs, at most once an hour per process, keeping each job's newest. @default keep everything */
+  historyRetention?: DurationInput;
 }
+
+/** How often a guard with `historyRetention` prunes, and how much at a time. */
+const RETENTION_INTERVAL_MS = 3_600_000;
+const RETENTION_MAX_BATCHES = 10;
 
 const MAX_LOCKED_BY_LENGTH = 255;
 
@@ -43,6 +52,10 @@ export class Guard {
   readonly #environment: ExecuteEnvironment;
   readonly #readHistory: (query?: HistoryQuery) => Promise<HistoryPage>;
   readonly #lockReader: ReturnType<typeof createLockReader>;
+  readonly #prune: ReturnType<typeof createPruner>;
+  readonly #retentionMs: number | undefined;
+  /** performance.now() of the last retention prune; the first comes after the first run. */
+  #prunedAt = Number.NEGATIVE_INFINITY;
   #closed = false;
 
   constructor(options: GuardOptions = {}) {
@@ -63,6 +76,10 @@ export class Guard {
     if (typeof recordSkips !== 'boolean') {
       throw new TypeError(`Expected \`recordSkips\` to be a boolean, got ${describeValue(recordSkips)}`);
     }
+    this.#retentionMs =
+      options.historyRetention === undefined
+        ? undefined
+        : parseDuration(options.historyRetention, { option: 'historyRetention', job: undefined });
     this.#defaults = resolveDefaults(options.defaults);
     // `=== undefined`, not `??`: an explicit null is a mistake to report, not a request for the default.
     const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
@@ -82,6 +99,7 @@ export class Guard {
     };
     this.#readHistory = createHistoryReader(opened.db, dialect, this.#tables);
     this.#lockReader = createLockReader(opened.db, dialect, this.#tables);
+    this.#prune = createPruner(opened.db, dialect, this.#tables);
   }
 
   /**
@@ -102,7 +120,19 @@ export class Guard {
         error: new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name }),
       };
     }
-    return execute(this.#environment, job, fn);
+    const result = await execute(this.#environment, job, fn);
+    if (result.executed) this.#pruneByRetention();
+    return result;
+  }
+
+  /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
+  #pruneByRetention(): void {
+    if (this.#retentionMs === undefined || performance.now() - this.#prunedAt < RETENTION_INTERVAL_MS) return;
+    this.#prunedAt = performance.now();
+    const cutoff = new Date(Date.now() - this.#retentionMs);
+    this.#prune(cutoff, RETENTION_MAX_BATCHES).catch((error: unknown) => {
+      this.#environment.logger.error(`Pruning the run history failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
   }
 
   /** Validates job options against this guard's defaults; a `TypeError` when they are wrong. */
@@ -121,12 +151,24 @@ export class Guard {
 
   /** Runs from the history, newest first, with a cursor for the next page. */
   history(query?: HistoryQuery): Promise<HistoryPage> {
-    return this.#readHistory(query);
+    return this.#reading(() => this.#readHistory(query));
   }
 
   /** Every lock row with its holder, `held` or `free`, and the time left, on the database's clock. */
   locks(): Promise<LockRecord[]> {
-    return this.#lockReader.list();
+    return this.#reading(() => this.#lockReader.list());
+  }
+
+  /** Turns "no such table" into a GuardError that says to migrate. */
+  async #reading<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (cause) {
+      if (!this.#environment.dialect.isMissingTable(cause)) throw cause;
+      throw new GuardError('TABLE_MISSING', 'The cronguard tables do not exist; run `cronguard migrate` or `await guard.migrate()`', {
+        cause,
+      });
+    }
   }
 
   /**
@@ -134,7 +176,33 @@ export class Guard {
    * fact alive, its job and the next one can overlap. True when the lock was held.
    */
   unlock(name: string): Promise<boolean> {
-    return this.#lockReader.unlock(validateJobName(name));
+    const job = validateJobName(name);
+    return this.#reading(() => this.#lockReader.unlock(job));
+  }
+
+  /**
+   * Per job (every lock row), what its newest runs say: counts, durations, the lockAtMostFor in
+   * force, problems, and a suggested lockAtMostFor. What `cronguard doctor` prints.
+   */
+  async doctor(): Promise<JobDiagnosis[]> {
+    return this.#reading(async () => {
+      const now = await this.#lockReader.now();
+      const diagnoses: JobDiagnosis[] = [];
+      for (const lock of await this.#lockReader.list()) {
+        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB });
+        diagnoses.push(diagnoseJob(lock.name, runs, now));
+      }
+      return diagnoses;
+    });
+  }
+
+  /**
+   * Deletes history rows that started before `olderThan` (a Date, or a duration meaning that long
+   * ago), keeping each job's newest run and every `running` row. Returns how many went.
+   */
+  prune(olderThan: Date | DurationInput): Promise<number> {
+    const cutoff = pointInTime(olderThan, 'olderThan');
+    return this.#reading(() => this.#prune(cutoff));
   }
 
   /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */

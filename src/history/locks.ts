@@ -44,7 +44,16 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
   // next taker still finds the run it takes over from and marks it abandoned if it is running.
   const now = sql.raw(reads.now);
 
+  const databaseNow = sql.raw(`${reads.time(reads.now)} AS now`);
+
   return {
+    /** The database's clock. */
+    async now(): Promise<Date> {
+      const { rows } = await sql<{ now: Date | string }>`SELECT ${databaseNow}`.execute(db);
+      const now = rows[0]?.now;
+      if (now === undefined) throw new Error('the database returned no time');
+      return toDate(now);
+    },
     async list(): Promise<LockRecord[]> {
       const { rows } = await sql<LockRow>`SELECT ${columns} FROM ${locks} ORDER BY name`.execute(db);
       return rows.map((row) => {

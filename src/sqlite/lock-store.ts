@@ -34,11 +34,11 @@ ON CONFLICT (name) DO UPDATE
    SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
        locked_by = excluded.locked_by, token = excluded.token
  WHERE lock_until <= excluded.locked_at
-RETURNING lock_until, previous_token`;
+RETURNING lock_until, locked_at, previous_token`;
   // The run the winner took over from never released: its process died or overran.
   const abandonSql = `UPDATE ${runs} SET status = 'abandoned' WHERE id = ? AND status = 'running'`;
   const startSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-VALUES (?, ?, 'running', ?, ${NOW}, ?, ?)`;
+VALUES (?, ?, 'running', ?, ?, ?, ?)`;
 
   // Release: matched by token only; keeps the lock until locked_at + lockAtLeastFor; clearing the
   // token makes a second release match nothing and tells the next taker nobody was left running.
@@ -81,10 +81,11 @@ VALUES (?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
     acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean> {
       return transaction(async (run) => {
         const taken = await run(CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token]));
-        const row = taken.rows[0] as { lock_until: string; previous_token: string | null } | undefined;
+        const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
         if (row === undefined) return false;
         if (row.previous_token !== null) await run(CompiledQuery.raw(abandonSql, [row.previous_token]));
-        await run(CompiledQuery.raw(startSql, [token, job.name, lockedBy, job.lockAtMostForMs, row.lock_until]));
+        // The run starts when the lock was taken, by the same clock reading.
+        await run(CompiledQuery.raw(startSql, [token, job.name, lockedBy, row.locked_at, job.lockAtMostForMs, row.lock_until]));
         return true;
       });
     },

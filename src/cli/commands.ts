@@ -1,0 +1,110 @@
+import type { Guard } from '../guard/create-guard.js';
+import type { RunStatus } from '../history/run-record.js';
+import { formatDuration, formatTable, formatTime, oneLine } from './format.js';
+
+/** What a command prints and its exit code: 0 fine, 1 doctor found problems. */
+export interface CommandOutput {
+  readonly text: string;
+  readonly json: unknown;
+  readonly exitCode: 0 | 1;
+}
+
+export interface CommandOptions {
+  readonly job?: string;
+  readonly status?: string;
+  readonly since?: string;
+  readonly limit?: string;
+  readonly olderThan?: string;
+  readonly force?: boolean;
+}
+
+export class UsageError extends Error {}
+
+export async function migrateCommand(guard: Guard): Promise<CommandOutput> {
+  await guard.migrate();
+  return { text: 'cronguard: tables are up to date\n', json: { migrated: true }, exitCode: 0 };
+}
+
+export async function locksCommand(guard: Guard): Promise<CommandOutput> {
+  const locks = await guard.locks();
+  const rows = locks.map((lock) => [
+    lock.name,
+    lock.state,
+    lock.running ? 'yes' : 'no',
+    lock.lockedBy,
+    formatTime(lock.lockedAt),
+    formatTime(lock.lockUntil),
+    lock.state === 'held' ? formatDuration(lock.remainingMs) : '-',
+  ]);
+  const text = locks.length === 0 ? 'No locks yet.\n' : formatTable(['job', 'state', 'running', 'locked by', 'locked at', 'until', 'left'], rows);
+  return { text, json: locks, exitCode: 0 };
+}
+
+export async function historyCommand(guard: Guard, options: CommandOptions): Promise<CommandOutput> {
+  const limit = options.limit === undefined ? 50 : Number(options.limit);
+  if (!Number.isInteger(limit)) throw new UsageError(`--limit expects a whole number, got "${options.limit}"`);
+  const page = await guard.history({
+    ...(options.job === undefined ? {} : { job: options.job }),
+    ...(options.status === undefined ? {} : { status: options.status as RunStatus }),
+    ...(options.since === undefined ? {} : { since: options.since }),
+    limit,
+  });
+  const rows = page.runs.map((run) => [
+    formatTime(run.startedAt),
+    run.job,
+    run.status,
+    formatDuration(run.durationMs),
+    run.overran ? 'yes' : 'no',
+    run.lockedBy,
+    oneLine(run.error),
+  ]);
+  const text =
+    page.runs.length === 0 ? 'No runs.\n' : formatTable(['started', 'job', 'status', 'duration', 'overran', 'locked by', 'error'], rows);
+  return { text, json: page, exitCode: 0 };
+}
+
+export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
+  const jobs = await guard.doctor();
+  const rows = jobs.map((job) => [
+    job.job,
+    String(job.runs),
+    String(job.failed),
+    String(job.abandoned),
+    String(job.overran),
+    formatDuration(job.p50Ms),
+    formatDuration(job.p95Ms),
+    formatDuration(job.maxMs),
+    formatDuration(job.lockAtMostForMs),
+    formatDuration(job.suggestedLockAtMostForMs),
+    job.problems.length === 0 ? 'ok' : 'PROBLEM',
+  ]);
+  const problems = jobs.flatMap((job) => job.problems.map((problem) => `${job.job}: ${problem}`));
+  const table = formatTable(
+    ['job', 'runs', 'failed', 'abandoned', 'overran', 'p50', 'p95', 'max', 'lock at most for', 'suggested', 'status'],
+    rows,
+  );
+  const text =
+    jobs.length === 0
+      ? 'No jobs yet.\n'
+      : `${table}${problems.length === 0 ? '\nNo problems found.\n' : `\n${problems.join('\n')}\n`}` +
+        '\nsuggested = twice the longest run, at least 10s, rounded up (10s steps under a minute, whole minutes above).\n';
+  return { text, json: jobs, exitCode: problems.length === 0 ? 0 : 1 };
+}
+
+export async function pruneCommand(guard: Guard, options: CommandOptions): Promise<CommandOutput> {
+  if (options.olderThan === undefined) throw new UsageError('prune needs --older-than <duration>, such as --older-than 30d');
+  const deleted = await guard.prune(options.olderThan);
+  return { text: `Deleted ${deleted} run(s) older than ${options.olderThan}.\n`, json: { deleted }, exitCode: 0 };
+}
+
+export async function unlockCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
+  if (job === undefined) throw new UsageError('unlock needs a job name: cronguard unlock <job> --force');
+  if (options.force !== true) {
+    throw new UsageError(
+      `refusing to unlock "${job}" without --force: if its holder is still running, the next run will overlap it`,
+    );
+  }
+  const unlocked = await guard.unlock(job);
+  const text = unlocked ? `Unlocked "${job}".\n` : `"${job}" was not locked.\n`;
+  return { text, json: { job, unlocked }, exitCode: 0 };
+}

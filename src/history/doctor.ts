@@ -1,0 +1,71 @@
+import type { RunRecord } from './run-record.js';
+
+/** What `cronguard doctor` found about one job. */
+export interface JobDiagnosis {
+  readonly job: string;
+  /** Runs looked at: the newest, at most RUNS_PER_JOB. */
+  readonly runs: number;
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly abandoned: number;
+  readonly overran: number;
+  /** `running` rows whose lock has expired: a crashed holder nobody has taken over from yet. */
+  readonly stuck: number;
+  readonly p50Ms: number | null;
+  readonly p95Ms: number | null;
+  readonly maxMs: number | null;
+  /** The lockAtMostFor of the newest run. */
+  readonly lockAtMostForMs: number | null;
+  readonly suggestedLockAtMostForMs: number | null;
+  readonly problems: string[];
+}
+
+/** How many of a job's newest runs doctor reads. */
+export const RUNS_PER_JOB = 1_000;
+
+/**
+ * The suggested lockAtMostFor: twice the longest run seen, at least 10 s, rounded up to 10 s
+ * below a minute and to whole minutes above. Twice, because the longest run seen is not the
+ * longest run possible, and the job's deadline signal fires a margin before lockAtMostFor.
+ */
+export function suggestLockAtMostFor(maxMs: number): number {
+  const wanted = Math.max(2 * maxMs, 10_000);
+  return wanted < 60_000 ? Math.ceil(wanted / 10_000) * 10_000 : Math.ceil(wanted / 60_000) * 60_000;
+}
+
+/** Diagnoses one job from its newest runs (newest first) and the database's clock. */
+export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date): JobDiagnosis {
+  const finished = runs.filter((run) => run.durationMs !== null && run.status !== 'skipped');
+  const durations = finished.map((run) => run.durationMs ?? 0).sort((a, b) => a - b);
+  const count = (predicate: (run: RunRecord) => boolean): number => runs.filter(predicate).length;
+  const maxMs = durations.at(-1) ?? null;
+  const lockAtMostForMs = runs.find((run) => run.lockAtMostForMs !== null)?.lockAtMostForMs ?? null;
+  const diagnosis = {
+    job,
+    runs: runs.filter((run) => run.status !== 'skipped').length,
+    succeeded: count((run) => run.status === 'succeeded'),
+    failed: count((run) => run.status === 'failed'),
+    abandoned: count((run) => run.status === 'abandoned'),
+    overran: count((run) => run.overran),
+    stuck: count((run) => run.status === 'running' && run.lockUntil !== null && run.lockUntil < now),
+    p50Ms: percentile(durations, 0.5),
+    p95Ms: percentile(durations, 0.95),
+    maxMs,
+    lockAtMostForMs,
+    suggestedLockAtMostForMs: maxMs === null ? null : suggestLockAtMostFor(maxMs),
+  };
+  const problems: string[] = [];
+  if (maxMs !== null && lockAtMostForMs !== null && maxMs > lockAtMostForMs / 2) {
+    problems.push(`longest run (${maxMs} ms) passed half of lockAtMostFor (${lockAtMostForMs} ms)`);
+  }
+  if (diagnosis.overran > 0) problems.push(`${diagnosis.overran} run(s) overran their lock`);
+  if (diagnosis.abandoned > 0) problems.push(`${diagnosis.abandoned} run(s) abandoned`);
+  if (diagnosis.stuck > 0) problems.push(`${diagnosis.stuck} run(s) still 'running' after their lock expired`);
+  return { ...diagnosis, problems };
+}
+
+/** Nearest-rank percentile of sorted values. */
+function percentile(sorted: readonly number[], fraction: number): number | null {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] ?? null;
+}

@@ -1,0 +1,54 @@
+// PostgreSQL with 1,000,000 history rows: `history --job X --limit 50` reads the index, not the table.
+import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { createGuard } from '../src/index.js';
+import { dialectTargets, uniquePrefix } from './support/dialects.js';
+import { openRaw } from './support/raw-database.js';
+
+const postgres = dialectTargets().find((target) => target.name === 'postgres');
+if (postgres?.serverUrl === undefined || postgres.serverUrl === null) throw new Error('no postgres server');
+const url = postgres.serverUrl;
+
+describe('history on postgres at 1,000,000 rows', () => {
+  it('uses the (job_name, started_at, id) index and answers in under 50 ms', async () => {
+    const prefix = uniquePrefix();
+    const queries: CompiledQuery[] = [];
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const db = new Kysely<unknown>({
+      dialect: new PostgresDialect({ pool }),
+      log: (event) => void (event.level === 'query' && queries.push(event.query)),
+    });
+    const guard = createGuard({ database: db, tablePrefix: prefix });
+    const raw = await openRaw('postgres', url);
+    try {
+      await guard.migrate();
+      await raw.exec(`INSERT INTO ${prefix}runs
+          (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms, lock_until, overran)
+        SELECT md5(i::text), 'job-' || (i % 100), 'succeeded', 'bulk', now() - i * interval '1 second',
+               now() - i * interval '1 second' + interval '10 milliseconds', 10, 60000, now(), false
+          FROM generate_series(1, 1000000) AS i;
+        ANALYZE ${prefix}runs;`);
+      await guard.history({ job: 'job-7', limit: 50 });
+      queries.length = 0;
+      const started = performance.now();
+      const page = await guard.history({ job: 'job-7', limit: 50 });
+      const elapsed = performance.now() - started;
+
+      expect(page.runs).toHaveLength(50);
+      expect(page.runs.every((run) => run.job === 'job-7')).toBe(true);
+      const [query] = queries;
+      if (query === undefined) throw new Error('the history query was not captured');
+      const plan = await raw.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${query.sql.replace(/\$(\d+)/g, '?')}`, [...query.parameters]);
+      const text = plan.map((row) => row['QUERY PLAN']).join('\n');
+      expect(text).toMatch(new RegExp(`Index Scan Backward using ${prefix}runs_job_started`));
+      expect(text).not.toMatch(/Seq Scan|Sort/);
+      expect(elapsed).toBeLessThan(50);
+    } finally {
+      await guard.close();
+      await db.destroy();
+      await raw.exec(`DROP TABLE ${prefix}runs`);
+      await raw.close();
+    }
+  }, 120_000);
+});
