@@ -1,27 +1,18 @@
 import { sql, type Migration } from 'kysely';
 import type { MigrationContext } from './context.js';
 
-/**
- * The run history, one row per guarded execution, and `locks.previous_token`: the token of the
- * execution a takeover took the lock from when that one never released it, so that the acquire
- * can mark that run `abandoned` in the same statement or transaction.
- */
+/** The run history, one row per guarded execution; `id` is the execution's token. */
 export function createRunsTable({ tables, dialect }: MigrationContext): Migration {
   const types = dialect.columnTypes;
   return {
     async up(db) {
       const schema = tables.schema === undefined ? db.schema : db.schema.withSchema(tables.schema);
+      // Checked, not IF NOT EXISTS: MySQL 8.0 has no CREATE INDEX IF NOT EXISTS, and a team may
+      // have applied migrations/sql by hand before calling migrate().
       const existing = await db.introspection.getTables();
-      const find = (name: string) =>
-        existing.find((table) => table.name === name && (tables.schema === undefined || table.schema === tables.schema));
-      const locks = find(tables.locks);
-      // Checked, not IF NOT EXISTS: MySQL 8.0 and SQLite have no ADD COLUMN IF NOT EXISTS, and a
-      // team may have applied migrations/sql by hand before calling migrate().
-      if (locks !== undefined && !locks.columns.some((column) => column.name === 'previous_token')) {
-        await schema.alterTable(tables.locks).addColumn('previous_token', sql.raw(types.token)).execute();
+      if (existing.some((table) => table.name === tables.runs && (tables.schema === undefined || table.schema === tables.schema))) {
+        return;
       }
-      // Checked for the same reason: MySQL 8.0 has no CREATE INDEX IF NOT EXISTS.
-      if (find(tables.runs) !== undefined) return;
       let create = schema
         .createTable(tables.runs)
         .addColumn('id', sql.raw(types.token), (column) => column.notNull().primaryKey())

@@ -1,9 +1,9 @@
 export { createGuard, Guard, type GuardOptions } from './guard/create-guard.js';
 export { GuardError, type GuardErrorCode } from './guard/errors.js';
-export type { RunResult, SkipReason } from './guard/run-result.js';
+export type { RunResult, SkipReason, Skip } from './guard/run-result.js';
 export type { ExecutionContext } from './guard/execution-context.js';
 export type { JobFunction } from './guard/execute.js';
-export type { JobOptions, JobDefaults } from './guard/job-options.js';
+export type { JobOptions, JobDefaults, RunOptions, ResolvedJob } from './guard/job-options.js';
 export type { DurationInput } from './guard/duration.js';
 export type { DialectName } from './guard/dialect.js';
 export type { Logger } from './guard/logger.js';

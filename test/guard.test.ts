@@ -136,6 +136,37 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       }
     });
 
+    it('runs each scheduled slot at most once, even after the lock is released, and says slot-done', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const late = guardOn(url, prefix).guard;
+      const slot = new Date('2026-11-29T08:00:00.000Z');
+      const next = new Date('2026-11-29T08:00:01.000Z');
+      const job = { name: 'every-second', lockAtMostFor: '1m', lockAtLeastFor: 0 };
+      expect(await guard.run({ ...job, slot }, () => 'first')).toEqual({ executed: true, value: 'first' });
+      // The lock is free again (lockAtLeastFor 0), but a replica whose timer fired late must not run the slot.
+      expect(await late.run({ ...job, slot }, () => 'again')).toEqual({ executed: false, reason: 'slot-done' });
+      expect(await late.run({ ...job, slot: new Date(slot.getTime() - 1_000) }, () => 'older')).toEqual({
+        executed: false,
+        reason: 'slot-done',
+      });
+      expect(await late.run({ ...job, slot: next }, () => 'next')).toEqual({ executed: true, value: 'next' });
+      // An unscheduled call ignores the watermark and leaves it alone.
+      expect(await guard.run(job, () => 'by hand')).toEqual({ executed: true, value: 'by hand' });
+      expect(await guard.run({ ...job, slot: next }, () => 'again')).toEqual({ executed: false, reason: 'slot-done' });
+      // A held lock is 'locked', whatever the slot.
+      let release!: () => void;
+      const holding = guard.run({ ...job, slot: new Date(next.getTime() + 1_000) }, () => new Promise<void>((r) => (release = r)));
+      await expect.poll(() => release).toBeTypeOf('function');
+      expect(await late.run({ ...job, slot: new Date(next.getTime() + 2_000) }, () => 'x')).toEqual({ executed: false, reason: 'locked' });
+      release();
+      await holding;
+      const slots = (await guard.history({ job: 'every-second' })).runs.map((run) => run.slot?.toISOString() ?? null);
+      expect(slots).toEqual(['2026-11-29T08:00:02.000Z', null, '2026-11-29T08:00:01.000Z', '2026-11-29T08:00:00.000Z']);
+      await expect(guard.run({ ...job, slot: new Date(Number.NaN) }, () => 1)).rejects.toThrow(
+        'Expected `slot` of job "every-second" to be a valid Date, got Invalid Date',
+      );
+    });
+
     it('makes migrate() idempotent', async () => {
       const { guard } = await migratedGuard(target);
       await guard.migrate();

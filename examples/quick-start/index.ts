@@ -17,7 +17,7 @@ const result = await guard.run({ name: 'nightly-report', lockAtMostFor: '1m', lo
 });
 
 if (result.executed) console.log(`${process.pid}: done, value ${result.value}`);
-else if (result.reason === 'locked') console.log(`${process.pid}: skipped, another replica holds the lock`);
+else if (result.reason !== 'error') console.log(`${process.pid}: skipped (${result.reason}), another replica ran it`);
 else console.log(`${process.pid}: skipped, the guard could not reach its database: ${result.error.message}`);
 
 await guard.close();

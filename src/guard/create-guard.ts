@@ -13,7 +13,17 @@ import { parseDuration, type DurationInput } from './duration.js';
 import type { DialectName, TableNames } from './dialect.js';
 import { GuardError } from './errors.js';
 import { execute, type ExecuteEnvironment, type JobFunction } from './execute.js';
-import { resolveDefaults, resolveJob, validateJobName, type JobDefaults, type JobOptions, type ResolvedDefaults } from './job-options.js';
+import {
+  resolveDefaults,
+  resolveJob,
+  validateJobName,
+  validateSlot,
+  type JobDefaults,
+  type JobOptions,
+  type ResolvedDefaults,
+  type ResolvedJob,
+  type RunOptions,
+} from './job-options.js';
 import { consoleLogger, type Logger } from './logger.js';
 import type { RunResult } from './run-result.js';
 
@@ -107,12 +117,13 @@ export class Guard {
    * `{ executed: true, value }`, or `{ executed: false, reason }` for a skip; rejects with the
    * job's own error (after releasing the lock), or a `TypeError` for bad options.
    */
-  async run<T>(job: JobOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
-    return this.runResolved(resolveJob(job, this.#defaults), fn);
+  async run<T>(options: RunOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
+    const job = resolveJob(options, this.#defaults);
+    return this.runResolved(job, fn, validateSlot(options.slot, job.name));
   }
 
   /** `run` for options validated beforehand (the decorator validates once, when applied). */
-  async runResolved<T>(job: ReturnType<typeof resolveJob>, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
+  async runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null = null): Promise<RunResult<Awaited<T>>> {
     if (this.#closed) {
       return {
         executed: false,
@@ -120,7 +131,7 @@ export class Guard {
         error: new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name }),
       };
     }
-    const result = await execute(this.#environment, job, fn);
+    const result = await execute(this.#environment, job, fn, slot);
     if (result.executed) this.#pruneByRetention();
     return result;
   }
@@ -136,7 +147,7 @@ export class Guard {
   }
 
   /** Validates job options against this guard's defaults; a `TypeError` when they are wrong. */
-  resolveJob(job: JobOptions): ReturnType<typeof resolveJob> {
+  resolveJob(job: JobOptions): ResolvedJob {
     return resolveJob(job, this.#defaults);
   }
 

@@ -14,6 +14,18 @@ export interface TableNames {
   readonly migrationLock: string;
 }
 
+/** One execution's bid for a job's lock. */
+export interface AcquireRequest {
+  /** The execution's token: the ownership check, and its run's id. */
+  readonly token: string;
+  readonly lockedBy: string;
+  /** The nominal scheduled time this execution is for, or null for an unscheduled call. */
+  readonly slot: Date | null;
+}
+
+/** `slot-done`: the lock was free, but this slot (or a later one) already ran. */
+export type AcquireOutcome = 'acquired' | 'locked' | 'slot-done';
+
 /** How an execution ended, for its history row. */
 export interface RunOutcome {
   readonly status: 'succeeded' | 'failed';
@@ -28,11 +40,11 @@ export interface RunOutcome {
  */
 export interface LockStore {
   /**
-   * Takes the job's lock when it is absent or expired, and when it does, starts the run's history
+   * Takes the job's lock when it is absent or expired and, for a slot, when no run of that slot or
+   * a later one has started (the lock row's `last_slot`). When it does, starts the run's history
    * row (id = token) and marks `abandoned` the run it took over from if that one never released.
-   * True when this execution now holds the lock.
    */
-  acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean>;
+  acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome>;
   /**
    * Gives the lock up, keeping it until `locked_at + lockAtLeastFor`, and finishes the run's
    * history row. Matches the lock by token only; false when no lock row matched, meaning the lock
@@ -40,7 +52,7 @@ export interface LockStore {
    */
   release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean>;
   /** Records a `skipped` history row (the `recordSkips` option). */
-  recordSkip(job: ResolvedJob, token: string, lockedBy: string): Promise<void>;
+  recordSkip(job: ResolvedJob, request: AcquireRequest): Promise<void>;
 }
 
 /** Column types the migrations use; the plain SQL files under migrations/sql spell the same. */

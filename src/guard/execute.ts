@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Dialect, LockStore, RunOutcome } from './dialect.js';
+import type { AcquireOutcome, AcquireRequest, Dialect, LockStore, RunOutcome } from './dialect.js';
 import { GuardError } from './errors.js';
 import { Execution, type ExecutionContext } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
 import type { Logger } from './logger.js';
-import { SKIPPED_LOCKED, type RunResult } from './run-result.js';
+import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type RunResult, type Skip } from './run-result.js';
 
 /** What one execution needs from its guard. */
 export interface ExecuteEnvironment {
@@ -22,55 +22,82 @@ const MAX_ERROR_LENGTH = 4_096;
 /** A job body. */
 export type JobFunction<T> = (context: ExecutionContext) => T | Promise<T>;
 
+/** An execution that holds its job's lock, between `acquireLock` and `releaseLock`. */
+export interface HeldLock {
+  readonly job: ResolvedJob;
+  readonly request: AcquireRequest;
+  /** performance.now() just before the acquire was sent: where the job's deadline counts from. */
+  readonly acquireSentAt: number;
+}
+
+/**
+ * Takes the job's lock for one execution, or says why not. Never rejects: a failed acquire is a
+ * skip with reason 'error' (fail closed, never run unguarded), reported to the logger.
+ */
+export async function acquireLock(
+  environment: ExecuteEnvironment,
+  job: ResolvedJob,
+  slot: Date | null,
+): Promise<HeldLock | Skip> {
+  // A fresh token per execution is the ownership check; locked_by is only for humans.
+  const request: AcquireRequest = { token: randomUUID(), lockedBy: environment.lockedBy, slot };
+  // The deadline counts from before the acquire is sent: the lock's expiry on the database clock
+  // cannot be earlier than this plus lockAtMostFor.
+  const acquireSentAt = performance.now();
+  let outcome: AcquireOutcome;
+  try {
+    outcome = await environment.store.acquire(job, request);
+  } catch (cause) {
+    const error = acquireError(environment.dialect, job, cause);
+    environment.logger.error(error.message);
+    return { executed: false, reason: 'error', error };
+  }
+  if (outcome === 'acquired') return { job, request, acquireSentAt };
+  if (environment.recordSkips) await recordSkip(environment, job, request);
+  return outcome === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
+}
+
+export function isHeld(value: HeldLock | Skip): value is HeldLock {
+  return 'request' in value;
+}
+
 /**
  * One guarded execution: acquire, run, release. A job that throws rejects with its own error,
- * after the release. The guard's own failures never reject: a failed acquire is a skip with
- * reason 'error' (fail closed, never run unguarded), and a failed release is logged (the lock
- * expires by itself at lockAtMostFor).
+ * after the release. The guard's own failures never reject: see `acquireLock` and `releaseLock`.
  */
 export async function execute<T>(
   environment: ExecuteEnvironment,
   job: ResolvedJob,
   fn: JobFunction<T>,
+  slot: Date | null = null,
 ): Promise<RunResult<Awaited<T>>> {
-  const { store, logger } = environment;
-  // A fresh token per execution is the ownership check; locked_by is only for humans.
-  const token = randomUUID();
-  // The deadline counts from before the acquire is sent: the lock's expiry on the database clock
-  // cannot be earlier than this plus lockAtMostFor.
-  const acquireSentAt = performance.now();
-  let acquired: boolean;
-  try {
-    acquired = await store.acquire(job, token, environment.lockedBy);
-  } catch (cause) {
-    const error = acquireError(environment.dialect, job, cause);
-    logger.error(error.message);
-    return { executed: false, reason: 'error', error };
-  }
-  if (!acquired) {
-    if (environment.recordSkips) await recordSkip(environment, job, token);
-    return SKIPPED_LOCKED;
-  }
-
-  const execution = new Execution(job, acquireSentAt);
+  const held = await acquireLock(environment, job, slot);
+  if (!isHeld(held)) return held;
+  const execution = new Execution(job, held.acquireSentAt);
   let value: Awaited<T>;
   try {
     value = await fn(execution);
   } catch (jobError) {
     execution.end();
-    await release(environment, job, token, { status: 'failed', error: errorText(jobError) });
+    await releaseLock(environment, held, { status: 'failed', error: errorText(jobError) });
     throw jobError;
   }
   execution.end();
-  await release(environment, job, token, SUCCEEDED);
+  await releaseLock(environment, held, SUCCEEDED);
   return { executed: true, value };
 }
 
-const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });
+export const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });
 
-async function release(environment: ExecuteEnvironment, job: ResolvedJob, token: string, outcome: RunOutcome): Promise<void> {
+/**
+ * Gives the lock up and finishes the run's history row. Never rejects: a release that matches no
+ * row (the lock was lost) is a warning, a failed one an error, both to the logger; the lock then
+ * expires by itself at lockAtMostFor.
+ */
+export async function releaseLock(environment: ExecuteEnvironment, held: HeldLock, outcome: RunOutcome): Promise<void> {
+  const { job } = held;
   try {
-    const released = await environment.store.release(job, token, outcome);
+    const released = await environment.store.release(job, held.request.token, outcome);
     if (!released) {
       environment.logger.warn(
         `Job "${job.name}" outlived its lock: lockAtMostFor (${job.lockAtMostForMs} ms) passed and another ` +
@@ -88,16 +115,16 @@ async function release(environment: ExecuteEnvironment, job: ResolvedJob, token:
   }
 }
 
-async function recordSkip(environment: ExecuteEnvironment, job: ResolvedJob, token: string): Promise<void> {
+async function recordSkip(environment: ExecuteEnvironment, job: ResolvedJob, request: AcquireRequest): Promise<void> {
   try {
-    await environment.store.recordSkip(job, token, environment.lockedBy);
+    await environment.store.recordSkip(job, request);
   } catch (cause) {
     environment.logger.error(`Recording a skipped run of job "${job.name}" failed: ${messageOf(cause)}`);
   }
 }
 
 /** The job's error as history keeps it: its message, cut to 4,096 characters. */
-function errorText(error: unknown): string {
+export function errorText(error: unknown): string {
   const text = messageOf(error);
   return text.length <= MAX_ERROR_LENGTH ? text : Array.from(text).slice(0, MAX_ERROR_LENGTH).join('');
 }

@@ -11,6 +11,19 @@ export interface JobOptions {
   lockAtLeastFor?: DurationInput;
 }
 
+/** Options of one `guard.run` call: the job, and the scheduled slot this call is for. */
+export interface RunOptions extends JobOptions {
+  /** The nominal scheduled time of this run: at most one execution per (job, slot), across replicas. @default none: an unscheduled call */
+  slot?: Date;
+}
+
+/** The slot of a run call, or a `TypeError`. */
+export function validateSlot(slot: unknown, job: string): Date | null {
+  if (slot === undefined) return null;
+  if (slot instanceof Date && !Number.isNaN(slot.getTime())) return slot;
+  throw new TypeError(`Expected \`slot\` of job ${JSON.stringify(job)} to be a valid Date, got ${describeValue(slot)}`);
+}
+
 /** Durations every job of a guard falls back on. */
 export interface JobDefaults {
   /** The `lockAtMostFor` of jobs that set none. @default none: each job must set its own */

@@ -1,7 +1,10 @@
 import type { GuardError } from './errors.js';
 
-/** Why a run did not execute. */
-export type SkipReason = 'locked' | 'error';
+/**
+ * Why a run did not execute: another execution holds the lock (`locked`), this scheduled slot or a
+ * later one already ran (`slot-done`), or the guard could not decide (`error`).
+ */
+export type SkipReason = 'locked' | 'slot-done' | 'error';
 
 /**
  * The outcome of `guard.run`. A skip is a normal outcome, not an exception: N−1 replicas skip
@@ -10,7 +13,11 @@ export type SkipReason = 'locked' | 'error';
  */
 export type RunResult<T> =
   | { readonly executed: true; readonly value: T }
-  | { readonly executed: false; readonly reason: 'locked' }
+  | { readonly executed: false; readonly reason: 'locked' | 'slot-done' }
   | { readonly executed: false; readonly reason: 'error'; readonly error: GuardError };
 
-export const SKIPPED_LOCKED: RunResult<never> = Object.freeze({ executed: false, reason: 'locked' });
+/** A skip, as `guard.run` resolves it. */
+export type Skip = Extract<RunResult<never>, { executed: false }>;
+
+export const SKIPPED_LOCKED: Skip = Object.freeze({ executed: false, reason: 'locked' });
+export const SKIPPED_SLOT_DONE: Skip = Object.freeze({ executed: false, reason: 'slot-done' });

@@ -1,7 +1,8 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { quotedTable } from '../database/quote.js';
-import type { LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
+import { mysqlTime } from './reads.js';
 
 /** ER_DUP_ENTRY */
 const DUPLICATE_KEY = 1062;
@@ -26,16 +27,21 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames): L
   // UTC_TIMESTAMP(3) is fixed for the statement: the database's clock, in UTC.
   // previous_token is assigned first (single-table assignments run left to right), so it keeps the
   // token of a holder that never released (a released row has none).
+  // last_slot is the slot watermark: a scheduled call takes the row only when its slot is newer
+  // than the last one that ran, so a late replica never runs a slot twice; an unscheduled call
+  // (slot NULL) ignores it and leaves it as it is.
   const takeSql = `UPDATE ${locks}
    SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
-       locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?
- WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3)`;
+       locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?, last_slot = COALESCE(?, last_slot)
+ WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (? IS NULL OR last_slot IS NULL OR last_slot < ?)`;
+  // For a scheduled loser only: why it lost. One more read; unscheduled losers skip it.
+  const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
 
   // Acquire, first sight of a job: a plain INSERT, so that a concurrent creator gets a duplicate-key
   // error (a loss) while any other error (a name too long, a missing table) still surfaces.
   // Not INSERT IGNORE: it would turn those errors into warnings.
-  const createSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token)
-VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?)`;
+  const createSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?, ?)`;
 
   // Start the run, copying its times from the lock row just taken (the database's clock), and in the
   // same statement mark `abandoned` the run it took over from, if that one is still `running`: the
@@ -43,10 +49,10 @@ VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?)`;
   // RETURNING and no multi-statement calls on a user's pool, so this is a second round trip; a
   // process dying between the two leaves no run row of its own, and doctor reports any run left
   // `running` after its lock expired.
-  const startSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-SELECT ?, name, 'running', locked_by, locked_at, ?, lock_until FROM ${locks} WHERE name = ? AND token = ?
+  const startSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+SELECT ?, name, ?, 'running', locked_by, locked_at, ?, lock_until FROM ${locks} WHERE name = ? AND token = ?
 UNION ALL
-SELECT r.id, r.job_name, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
+SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
   FROM ${runs} r JOIN ${locks} l ON r.id = l.previous_token
  WHERE l.name = ? AND l.token = ? AND r.status = 'running'
 ON DUPLICATE KEY UPDATE status = 'abandoned'`;
@@ -64,8 +70,8 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`;
        r.overran = (l.name IS NULL OR r.lock_until < UTC_TIMESTAMP(3))
  WHERE r.id = ?`;
 
-  const skipSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
-VALUES (?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
+  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
 
   /** Job name → when this process last saw its row exist (performance.now()). */
   const rowSeenAt = new Map<string, number>();
@@ -74,38 +80,47 @@ VALUES (?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   // the job back for lockAtMostFor.
   const abortSql = `UPDATE ${locks} SET lock_until = locked_at, token = NULL WHERE name = ? AND token = ?`;
 
-  async function start(job: ResolvedJob, token: string): Promise<true> {
+  async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
     try {
       await db.executeQuery(
-        CompiledQuery.raw(startSql, [token, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]),
+        CompiledQuery.raw(startSql, [token, slot, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]),
       );
     } catch (error) {
       await db.executeQuery(CompiledQuery.raw(abortSql, [job.name, token])).catch(() => undefined);
       throw error;
     }
-    return true;
+    return 'acquired';
+  }
+
+  async function loss(job: ResolvedJob, slot: string | null): Promise<AcquireOutcome> {
+    if (slot === null) return 'locked';
+    const result = await db.executeQuery<{ outcome: AcquireOutcome }>(CompiledQuery.raw(lossSql, [slot, job.name]));
+    return result.rows[0]?.outcome ?? 'locked';
   }
 
   return {
-    async acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean> {
+    async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
       const micros = Math.round(job.lockAtMostForMs * 1_000);
-      const taken = await db.executeQuery(CompiledQuery.raw(takeSql, [micros, lockedBy, token, job.name]));
+      const slotText = slot === null ? null : mysqlTime(slot);
+      const taken = await db.executeQuery(
+        CompiledQuery.raw(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText]),
+      );
       if (taken.numAffectedRows === 1n) {
         rowSeenAt.set(job.name, performance.now());
-        return start(job, token);
+        return start(job, token, slotText);
       }
       const seenAt = rowSeenAt.get(job.name);
-      if (seenAt !== undefined && performance.now() - seenAt < ROW_KNOWN_FOR_MS) return false;
+      if (seenAt !== undefined && performance.now() - seenAt < ROW_KNOWN_FOR_MS) return loss(job, slotText);
       let created: boolean;
       try {
-        await db.executeQuery(CompiledQuery.raw(createSql, [job.name, micros, lockedBy, token]));
+        await db.executeQuery(CompiledQuery.raw(createSql, [job.name, micros, lockedBy, token, slotText]));
         created = true;
       } catch (error) {
         if ((error as { errno?: unknown }).errno !== DUPLICATE_KEY) throw error;
         created = false;
       }
       rowSeenAt.set(job.name, performance.now());
-      return created ? start(job, token) : false;
+      return created ? start(job, token, slotText) : loss(job, slotText);
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       const micros = Math.round(job.lockAtLeastForMs * 1_000);
@@ -114,8 +129,9 @@ VALUES (?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
       );
       return result.numAffectedRows === 2n;
     },
-    async recordSkip(job: ResolvedJob, token: string, lockedBy: string): Promise<void> {
-      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, Math.round(job.lockAtMostForMs)]));
+    async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
+      const slotText = slot === null ? null : mysqlTime(slot);
+      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, slotText, lockedBy, Math.round(job.lockAtMostForMs)]));
     },
   };
 }

@@ -10,5 +10,10 @@ export const mysqlReads: ReadSql = {
   time: (column) => `DATE_FORMAT(${column}, '%Y-%m-%dT%H:%i:%s.%fZ')`,
   name: (column) => `CONVERT(${column} USING utf8mb4)`,
   millisecondsUntil: (column) => `(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), ${column}) DIV 1000)`,
-  timeParameter: (date) => date.toISOString().slice(0, 23).replace('T', ' '),
+  timeParameter: mysqlTime,
 };
+
+/** A DATETIME(3) literal in UTC: mysql2 would write a Date in the connection's time zone. */
+export function mysqlTime(date: Date): string {
+  return date.toISOString().slice(0, 23).replace('T', ' ');
+}

@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { quotedTable } from '../database/quote.js';
-import type { LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
 
 /**
@@ -22,14 +22,19 @@ export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames)
   // start in autocommit: the database's clock, never a replica's.
   // previous_token keeps the token of a holder that never released (a released row has none), so
   // that its run, still `running`, is marked `abandoned` by the same statement that took over.
+  // last_slot is the slot watermark: a scheduled call ($5) takes the row only when its slot is
+  // newer than the last one that ran, so a replica whose timer or clock is late never runs a slot
+  // twice, even when the first run has already released the lock. An unscheduled call ($5 null)
+  // ignores it and leaves it as it is.
   const acquireSql = `WITH taken AS (
   UPDATE ${locks}
-     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4
-   WHERE name = $1 AND lock_until <= now()
+     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
+         last_slot = COALESCE($5, last_slot)
+   WHERE name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
   RETURNING lock_until, previous_token
 ), inserted AS (
-  INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token)
-  SELECT $1, ${lockUntil}, now(), $3, $4
+  INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+  SELECT $1, ${lockUntil}, now(), $3, $4, $5
    WHERE NOT EXISTS (SELECT 1 FROM taken)
   ON CONFLICT (name) DO NOTHING
   RETURNING lock_until, previous_token
@@ -39,10 +44,14 @@ export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames)
   UPDATE ${runs} SET status = 'abandoned'
     FROM won WHERE ${runs}.id = won.previous_token AND ${runs}.status = 'running'
 ), started AS (
-  INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-  SELECT $4, $1, 'running', $3, now(), $2, lock_until FROM won
+  INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+  SELECT $4, $1, $5, 'running', $3, now(), $2, lock_until FROM won
 )
-SELECT 1 FROM won`;
+SELECT 'acquired' AS outcome FROM won
+UNION ALL
+SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
+  FROM ${locks} WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM won)`;
+  // The last branch only reads, for a loser: why it lost. It sees the row as the statement began.
 
   // Release: matched by the execution's token, never by locked_by (two processes on one host
   // share a host name). Keeps the lock until locked_at + lockAtLeastFor; clearing the token makes
@@ -65,15 +74,15 @@ SELECT count(*)::int AS released FROM released`;
 
   // A skipped execution, for those who asked (recordSkips). Not on the losing path by default:
   // a loser writes nothing.
-  const skipSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
-VALUES ($1, $2, 'skipped', $3, now(), now(), 0, $4)`;
+  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
 
   return {
-    async acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean> {
-      const result = await db.executeQuery(
-        CompiledQuery.raw(acquireSql, [job.name, job.lockAtMostForMs, lockedBy, token]),
+    async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
+      const result = await db.executeQuery<{ outcome: AcquireOutcome }>(
+        CompiledQuery.raw(acquireSql, [job.name, job.lockAtMostForMs, lockedBy, token, slot]),
       );
-      return result.rows.length === 1;
+      return result.rows[0]?.outcome ?? 'locked';
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       const result = await db.executeQuery<{ released: number }>(
@@ -81,8 +90,8 @@ VALUES ($1, $2, 'skipped', $3, now(), now(), 0, $4)`;
       );
       return result.rows[0]?.released === 1;
     },
-    async recordSkip(job: ResolvedJob, token: string, lockedBy: string): Promise<void> {
-      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs]));
+    async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
+      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs, slot]));
     },
   };
 }

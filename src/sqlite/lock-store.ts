@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { quotedTable } from '../database/quote.js';
-import type { LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
 
 /** UTC with milliseconds and a fixed width, so that text order is time order. */
@@ -27,18 +27,23 @@ export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames): 
   // writers (the busy timeout makes a second process wait), so the check and the write are one
   // atomic step. 'now' is fixed for the statement and is the host's clock, which every process on
   // this host shares. RETURNING yields a row only for the winner, with the token of a holder that
-  // never released (a released row has none).
-  const acquireSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token)
-VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?), ${NOW}, ?, ?)
+  // never released (a released row has none). last_slot is the slot watermark: a scheduled call
+  // takes the row only when its slot is newer than the last one that ran, so a late replica never
+  // runs a slot twice; an unscheduled call (slot null) ignores it and leaves it as it is.
+  const acquireSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?), ${NOW}, ?, ?, ?)
 ON CONFLICT (name) DO UPDATE
    SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
-       locked_by = excluded.locked_by, token = excluded.token
+       locked_by = excluded.locked_by, token = excluded.token, last_slot = coalesce(excluded.last_slot, last_slot)
  WHERE lock_until <= excluded.locked_at
+   AND (excluded.last_slot IS NULL OR last_slot IS NULL OR last_slot < excluded.last_slot)
 RETURNING lock_until, locked_at, previous_token`;
+  // For a loser: why it lost (read in the same transaction, so it is the row the upsert saw).
+  const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
   // The run the winner took over from never released: its process died or overran.
   const abandonSql = `UPDATE ${runs} SET status = 'abandoned' WHERE id = ? AND status = 'running'`;
-  const startSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-VALUES (?, ?, 'running', ?, ?, ?, ?)`;
+  const startSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`;
 
   // Release: matched by token only; keeps the lock until locked_at + lockAtLeastFor; clearing the
   // token makes a second release match nothing and tells the next taker nobody was left running.
@@ -51,8 +56,8 @@ VALUES (?, ?, 'running', ?, ?, ?, ?)`;
        duration_ms = CAST(round((julianday('now') - julianday(started_at)) * 86400000) AS INTEGER),
        overran = (lock_until < ${NOW} OR ? = 0)
  WHERE id = ?`;
-  const skipSql = `INSERT INTO ${runs} (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
-VALUES (?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
+  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
 
   const begin = CompiledQuery.raw('BEGIN IMMEDIATE');
   const commit = CompiledQuery.raw('COMMIT');
@@ -78,15 +83,24 @@ VALUES (?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
   }
 
   return {
-    acquire(job: ResolvedJob, token: string, lockedBy: string): Promise<boolean> {
+    acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
+      const slotText = slot === null ? null : slot.toISOString();
       return transaction(async (run) => {
-        const taken = await run(CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token]));
+        const taken = await run(
+          CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token, slotText]),
+        );
         const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
-        if (row === undefined) return false;
+        if (row === undefined) {
+          if (slotText === null) return 'locked';
+          const loss = await run(CompiledQuery.raw(lossSql, [slotText, job.name]));
+          return (loss.rows[0] as { outcome: AcquireOutcome } | undefined)?.outcome ?? 'locked';
+        }
         if (row.previous_token !== null) await run(CompiledQuery.raw(abandonSql, [row.previous_token]));
         // The run starts when the lock was taken, by the same clock reading.
-        await run(CompiledQuery.raw(startSql, [token, job.name, lockedBy, row.locked_at, job.lockAtMostForMs, row.lock_until]));
-        return true;
+        await run(
+          CompiledQuery.raw(startSql, [token, job.name, slotText, lockedBy, row.locked_at, job.lockAtMostForMs, row.lock_until]),
+        );
+        return 'acquired';
       });
     },
     release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
@@ -96,8 +110,10 @@ VALUES (?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
         return released.changes === 1;
       });
     },
-    async recordSkip(job: ResolvedJob, token: string, lockedBy: string): Promise<void> {
-      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs]));
+    async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
+      await db.executeQuery(
+        CompiledQuery.raw(skipSql, [token, job.name, slot === null ? null : slot.toISOString(), lockedBy, job.lockAtMostForMs]),
+      );
     },
   };
 }

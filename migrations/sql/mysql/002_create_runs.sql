@@ -1,9 +1,4 @@
 -- cronguard 002: the run history, one row per guarded execution (id = the execution's token).
--- locks.previous_token: the token of the execution a takeover took the lock from when that one
--- never released it, so that the acquire can mark that run abandoned.
--- MySQL 8.0 has no ADD COLUMN IF NOT EXISTS or CREATE INDEX IF NOT EXISTS: apply this file once.
-ALTER TABLE cronguard_locks ADD COLUMN previous_token CHAR(36);
-
 CREATE TABLE cronguard_runs (
   id CHAR(36) NOT NULL PRIMARY KEY,
   job_name VARBINARY(1020) NOT NULL,

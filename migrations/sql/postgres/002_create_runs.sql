@@ -1,8 +1,4 @@
 -- cronguard 002: the run history, one row per guarded execution (id = the execution's token).
--- locks.previous_token: the token of the execution a takeover took the lock from when that one
--- never released it, so that the acquire can mark that run abandoned in the same statement.
-ALTER TABLE cronguard_locks ADD COLUMN IF NOT EXISTS previous_token varchar(36);
-
 CREATE TABLE IF NOT EXISTS cronguard_runs (
   id varchar(36) NOT NULL PRIMARY KEY,
   job_name varchar(255) NOT NULL,

@@ -1,9 +1,4 @@
 -- cronguard 002: the run history, one row per guarded execution (id = the execution's token).
--- locks.previous_token: the token of the execution a takeover took the lock from when that one
--- never released it, so that the acquire can mark that run abandoned in the same transaction.
--- SQLite has no ADD COLUMN IF NOT EXISTS: apply this file once.
-ALTER TABLE cronguard_locks ADD COLUMN previous_token text;
-
 CREATE TABLE IF NOT EXISTS cronguard_runs (
   id text NOT NULL PRIMARY KEY,
   job_name text NOT NULL,
