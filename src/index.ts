@@ -1,4 +1,7 @@
-export { createGuard, Guard, type GuardOptions } from './guard/create-guard.js';
+export { createGuard, Guard, type ShutdownOptions } from './guard/create-guard.js';
+export type { GuardOptions } from './guard/guard-options.js';
+export type { ScheduleOptions } from './node-cron/schedule.js';
+export type { CoordinatorOptions } from './node-cron/coordinator.js';
 export { GuardError, type GuardErrorCode } from './guard/errors.js';
 export type { RunResult, SkipReason, Skip } from './guard/run-result.js';
 export type { ExecutionContext } from './guard/execution-context.js';

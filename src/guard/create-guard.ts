@@ -1,115 +1,71 @@
-import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
-import { DEFAULT_DATABASE, dialectOf, openDatabase, type DatabaseInput } from '../database/connect.js';
+import type { RunCoordinator, ScheduledTask } from 'node-cron';
+import { openDatabase } from '../database/connect.js';
 import { runMigrations } from '../database/migrate.js';
-import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../database/table-names.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../decorator/guarded.js';
 import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from '../history/doctor.js';
 import { createHistoryReader, pointInTime, type HistoryPage, type HistoryQuery } from '../history/history.js';
 import { createLockReader, type LockRecord } from '../history/locks.js';
 import { createPruner } from '../history/prune.js';
-import { describeValue } from './describe-value.js';
+import { createRunCoordinator, type CoordinatorOptions } from '../node-cron/coordinator.js';
+import { scheduleJob, type ScheduleOptions } from '../node-cron/schedule.js';
+import type { DialectName } from './dialect.js';
 import { parseDuration, type DurationInput } from './duration.js';
-import type { DialectName, TableNames } from './dialect.js';
 import { GuardError } from './errors.js';
 import { execute, type ExecuteEnvironment, type JobFunction } from './execute.js';
-import {
-  resolveDefaults,
-  resolveJob,
-  validateJobName,
-  validateSlot,
-  type JobDefaults,
-  type JobOptions,
-  type ResolvedDefaults,
-  type ResolvedJob,
-  type RunOptions,
-} from './job-options.js';
-import { consoleLogger, type Logger } from './logger.js';
+import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
+import { InFlight } from './in-flight.js';
+import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
 import type { RunResult } from './run-result.js';
-
-/** How a guard connects and what its jobs default to. */
-export interface GuardOptions {
-  /** Where the lock rows live: a URL, a Kysely instance, or a pg, mysql2 or better-sqlite3 pool/database you own. @default 'sqlite:./cronguard.sqlite' */
-  database?: DatabaseInput;
-  /** Prefix of the guard's tables (`<prefix>locks`); an identifier, or `schema.prefix` on PostgreSQL. @default 'cronguard_' */
-  tablePrefix?: string;
-  /** Who holds a lock, for humans reading the table; not the ownership check (a per-execution token is). @default `${hostname()}:${process.pid}` */
-  lockedBy?: string;
-  /** Durations for jobs that do not set their own. @default { lockAtLeastFor: 0 } */
-  defaults?: JobDefaults;
-  /** Receives warnings (a lock lost) and errors (database failures); normal skips are never logged. @default console */
-  logger?: Logger;
-  /** Adds a `skipped` row to the run history for each skipped execution (losers then write). @default false */
-  recordSkips?: boolean;
-  /** Deletes history rows older than this as the guard runs, at most once an hour per process, keeping each job's newest. @default keep everything */
-  historyRetention?: DurationInput;
-}
 
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
 const RETENTION_MAX_BATCHES = 10;
 
-const MAX_LOCKED_BY_LENGTH = 255;
+/** Options of `guard.shutdown`. */
+export interface ShutdownOptions {
+  /** How long to wait for runs in flight to finish and release. @default '30s' */
+  timeout?: DurationInput;
+}
 
 /** A guard: runs jobs under their lock rows in one database. */
 export class Guard {
   /** The dialect of the guard's database. */
   readonly dialect: DialectName;
+  readonly #options: ResolvedGuardOptions;
   readonly #db: Kysely<unknown>;
   readonly #owned: boolean;
-  readonly #tables: TableNames;
-  readonly #defaults: ResolvedDefaults;
   readonly #environment: ExecuteEnvironment;
   readonly #readHistory: (query?: HistoryQuery) => Promise<HistoryPage>;
   readonly #lockReader: ReturnType<typeof createLockReader>;
   readonly #prune: ReturnType<typeof createPruner>;
-  readonly #retentionMs: number | undefined;
+  readonly #inFlight = new InFlight();
+  readonly #tasks = new Set<ScheduledTask>();
   /** performance.now() of the last retention prune; the first comes after the first run. */
   #prunedAt = Number.NEGATIVE_INFINITY;
   #closed = false;
+  #shutdown: Promise<void> | undefined;
 
   constructor(options: GuardOptions = {}) {
-    if (typeof options !== 'object' || options === null) {
-      throw new TypeError(`Expected guard options to be an object, got ${describeValue(options)}`);
-    }
-    const logger = options.logger === undefined ? consoleLogger : options.logger;
-    if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
-      throw new TypeError(`Expected \`logger\` to have warn() and error() methods, got ${describeValue(logger)}`);
-    }
-    const lockedBy = options.lockedBy === undefined ? `${hostname()}:${process.pid}` : options.lockedBy;
-    if (typeof lockedBy !== 'string' || lockedBy.length === 0 || lockedBy.length > MAX_LOCKED_BY_LENGTH) {
-      throw new TypeError(
-        `Expected \`lockedBy\` to be a string of 1 to ${MAX_LOCKED_BY_LENGTH} characters, got ${describeValue(lockedBy)}`,
-      );
-    }
-    const recordSkips = options.recordSkips === undefined ? false : options.recordSkips;
-    if (typeof recordSkips !== 'boolean') {
-      throw new TypeError(`Expected \`recordSkips\` to be a boolean, got ${describeValue(recordSkips)}`);
-    }
-    this.#retentionMs =
-      options.historyRetention === undefined
-        ? undefined
-        : parseDuration(options.historyRetention, { option: 'historyRetention', job: undefined });
-    this.#defaults = resolveDefaults(options.defaults);
-    // `=== undefined`, not `??`: an explicit null is a mistake to report, not a request for the default.
-    const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
-    const dialect = dialectOf(database);
-    this.#tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
+    const resolved = resolveGuardOptions(options);
+    const { dialect, tables } = resolved;
     // Opened last, once every option is known good: a failed createGuard leaves nothing open.
-    const opened = openDatabase(database, dialect, logger);
+    const opened = openDatabase(resolved.database, dialect, resolved.logger);
+    this.#options = resolved;
     this.dialect = dialect.name;
     this.#db = opened.db;
     this.#owned = opened.owned;
     this.#environment = {
-      store: opened.dialect.createLockStore(opened.db, this.#tables),
-      dialect: opened.dialect,
-      lockedBy,
-      logger,
-      recordSkips,
+      store: dialect.createLockStore(opened.db, tables),
+      dialect,
+      lockedBy: resolved.lockedBy,
+      logger: resolved.logger,
+      recordSkips: resolved.recordSkips,
+      running: new Set(),
     };
-    this.#readHistory = createHistoryReader(opened.db, dialect, this.#tables);
-    this.#lockReader = createLockReader(opened.db, dialect, this.#tables);
-    this.#prune = createPruner(opened.db, dialect, this.#tables);
+    this.#readHistory = createHistoryReader(opened.db, dialect, tables);
+    this.#lockReader = createLockReader(opened.db, dialect, tables);
+    this.#prune = createPruner(opened.db, dialect, tables);
   }
 
   /**
@@ -118,7 +74,7 @@ export class Guard {
    * job's own error (after releasing the lock), or a `TypeError` for bad options.
    */
   async run<T>(options: RunOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
-    const job = resolveJob(options, this.#defaults);
+    const job = resolveJob(options, this.#options.defaults);
     return this.runResolved(job, fn, validateSlot(options.slot, job.name));
   }
 
@@ -131,24 +87,14 @@ export class Guard {
         error: new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name }),
       };
     }
-    const result = await execute(this.#environment, job, fn, slot);
+    const result = await this.#inFlight.track(execute(this.#environment, job, fn, slot));
     if (result.executed) this.#pruneByRetention();
     return result;
   }
 
-  /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
-  #pruneByRetention(): void {
-    if (this.#retentionMs === undefined || performance.now() - this.#prunedAt < RETENTION_INTERVAL_MS) return;
-    this.#prunedAt = performance.now();
-    const cutoff = new Date(Date.now() - this.#retentionMs);
-    this.#prune(cutoff, RETENTION_MAX_BATCHES).catch((error: unknown) => {
-      this.#environment.logger.error(`Pruning the run history failed: ${error instanceof Error ? error.message : String(error)}`);
-    });
-  }
-
   /** Validates job options against this guard's defaults; a `TypeError` when they are wrong. */
   resolveJob(job: JobOptions): ResolvedJob {
-    return resolveJob(job, this.#defaults);
+    return resolveJob(job, this.#options.defaults);
   }
 
   /**
@@ -160,6 +106,31 @@ export class Guard {
     return createGuardedDecorator((fn) => this.runResolved(job, fn));
   }
 
+  /**
+   * Schedules `fn` with node-cron under the job's lock: at most one run per slot across replicas.
+   * Returns the node-cron task; `shutdown()` stops it. A bad expression, time zone or option is a
+   * `TypeError` now.
+   */
+  schedule<T>(expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
+    return scheduleJob(
+      { resolveJob: (job) => this.resolveJob(job), runResolved: (job, run, slot) => this.runResolved(job, run, slot), tasks: this.#tasks },
+      expression,
+      options,
+      fn,
+    );
+  }
+
+  /**
+   * A node-cron RunCoordinator for tasks created with `distributed: true`:
+   * `cron.setRunCoordinator(guard.coordinator())`. Locks per task name, with the slot watermark.
+   */
+  coordinator(options: CoordinatorOptions = {}): RunCoordinator {
+    return createRunCoordinator(
+      { environment: this.#environment, defaults: this.#options.defaults, inFlight: this.#inFlight, isClosed: () => this.#closed },
+      options,
+    );
+  }
+
   /** Runs from the history, newest first, with a cursor for the next page. */
   history(query?: HistoryQuery): Promise<HistoryPage> {
     return this.#reading(() => this.#readHistory(query));
@@ -168,18 +139,6 @@ export class Guard {
   /** Every lock row with its holder, `held` or `free`, and the time left, on the database's clock. */
   locks(): Promise<LockRecord[]> {
     return this.#reading(() => this.#lockReader.list());
-  }
-
-  /** Turns "no such table" into a GuardError that says to migrate. */
-  async #reading<T>(read: () => Promise<T>): Promise<T> {
-    try {
-      return await read();
-    } catch (cause) {
-      if (!this.#environment.dialect.isMissingTable(cause)) throw cause;
-      throw new GuardError('TABLE_MISSING', 'The cronguard tables do not exist; run `cronguard migrate` or `await guard.migrate()`', {
-        cause,
-      });
-    }
   }
 
   /**
@@ -218,14 +177,64 @@ export class Guard {
 
   /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */
   async migrate(): Promise<void> {
-    await runMigrations(this.#db, this.#environment.dialect, this.#tables);
+    await runMigrations(this.#db, this.#environment.dialect, this.#options.tables);
   }
 
-  /** Stops admitting runs and ends the pool the guard opened (never one you passed in). */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * Stops admitting runs and stops the tasks `schedule` made; tells running jobs to stop
+   * (`ctx.signal`, reason `SHUTDOWN`); waits up to `timeout` for runs in flight to finish, release
+   * their locks (keeping lockAtLeastFor) and finish their history rows; then ends the pool the
+   * guard opened (never one you passed in). A run still going after `timeout` keeps its lock until
+   * lockAtMostFor: releasing it while it runs would let the next run overlap it.
+   */
+  shutdown(options: ShutdownOptions = {}): Promise<void> {
+    const timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, { option: 'timeout', job: undefined });
+    // Once: a second call (SIGTERM then SIGINT, or close after shutdown) waits for the first.
+    this.#shutdown ??= this.#stop(timeoutMs);
+    return this.#shutdown;
+  }
+
+  /** `shutdown` without waiting for runs in flight. */
+  close(): Promise<void> {
+    return this.shutdown({ timeout: 0 });
+  }
+
+  async #stop(timeoutMs: number): Promise<void> {
     this.#closed = true;
+    await Promise.all([...this.#tasks].map((task) => task.stop()));
+    this.#tasks.clear();
+    for (const execution of this.#environment.running) {
+      execution.abort(new GuardError('SHUTDOWN', `The guard is shutting down: job "${execution.name}" should stop`, { job: execution.name }));
+    }
+    const pending = await this.#inFlight.drain(timeoutMs);
+    if (pending > 0) {
+      this.#options.logger.warn(
+        `Shutdown: ${pending} run(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`,
+      );
+    }
     if (this.#owned) await this.#db.destroy();
+  }
+
+  /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
+  #pruneByRetention(): void {
+    const retentionMs = this.#options.retentionMs;
+    if (retentionMs === undefined || performance.now() - this.#prunedAt < RETENTION_INTERVAL_MS) return;
+    this.#prunedAt = performance.now();
+    this.#prune(new Date(Date.now() - retentionMs), RETENTION_MAX_BATCHES).catch((error: unknown) => {
+      this.#options.logger.error(`Pruning the run history failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }
+
+  /** Turns "no such table" into a GuardError that says to migrate. */
+  async #reading<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (cause) {
+      if (!this.#environment.dialect.isMissingTable(cause)) throw cause;
+      throw new GuardError('TABLE_MISSING', 'The cronguard tables do not exist; run `cronguard migrate` or `await guard.migrate()`', {
+        cause,
+      });
+    }
   }
 }
 

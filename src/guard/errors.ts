@@ -13,7 +13,9 @@ export type GuardErrorCode =
   /** `migrate()` failed. */
   | 'MIGRATION_FAILED'
   /** The reason of `ctx.signal` when the job's local deadline passed: its lock is about to expire. */
-  | 'DEADLINE';
+  | 'DEADLINE'
+  /** The reason of `ctx.signal` when the guard shuts down: the job should stop. */
+  | 'SHUTDOWN';
 
 /**
  * A runtime failure of the guard itself (not of the job). The driver error, when there is one,

@@ -14,6 +14,8 @@ export interface ExecuteEnvironment {
   readonly logger: Logger;
   /** Whether a skipped execution gets a `skipped` history row. */
   readonly recordSkips: boolean;
+  /** The executions whose job is running now, for shutdown to signal. */
+  readonly running: Set<Execution>;
 }
 
 /** The longest error message kept in the history, in characters. */
@@ -73,16 +75,19 @@ export async function execute<T>(
 ): Promise<RunResult<Awaited<T>>> {
   const held = await acquireLock(environment, job, slot);
   if (!isHeld(held)) return held;
-  const execution = new Execution(job, held.acquireSentAt);
+  const execution = new Execution(job, slot, held.acquireSentAt);
+  environment.running.add(execution);
   let value: Awaited<T>;
   try {
     value = await fn(execution);
   } catch (jobError) {
     execution.end();
+    environment.running.delete(execution);
     await releaseLock(environment, held, { status: 'failed', error: errorText(jobError) });
     throw jobError;
   }
   execution.end();
+  environment.running.delete(execution);
   await releaseLock(environment, held, SUCCEEDED);
   return { executed: true, value };
 }

@@ -1,0 +1,73 @@
+import { hostname } from 'node:os';
+import { DEFAULT_DATABASE, dialectOf, type DatabaseInput } from '../database/connect.js';
+import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../database/table-names.js';
+import { describeValue } from './describe-value.js';
+import type { Dialect, TableNames } from './dialect.js';
+import { parseDuration, type DurationInput } from './duration.js';
+import { resolveDefaults, type JobDefaults, type ResolvedDefaults } from './job-options.js';
+import { consoleLogger, type Logger } from './logger.js';
+
+/** How a guard connects and what its jobs default to. */
+export interface GuardOptions {
+  /** Where the lock rows live: a URL, a Kysely instance, or a pg, mysql2 or better-sqlite3 pool/database you own. @default 'sqlite:./cronguard.sqlite' */
+  database?: DatabaseInput;
+  /** Prefix of the guard's tables (`<prefix>locks`); an identifier, or `schema.prefix` on PostgreSQL. @default 'cronguard_' */
+  tablePrefix?: string;
+  /** Who holds a lock, for humans reading the table; not the ownership check (a per-execution token is). @default `${hostname()}:${process.pid}` */
+  lockedBy?: string;
+  /** Durations for jobs that do not set their own. @default { lockAtLeastFor: 0 } */
+  defaults?: JobDefaults;
+  /** Receives warnings (a lock lost) and errors (database failures); normal skips are never logged. @default console */
+  logger?: Logger;
+  /** Adds a `skipped` row to the run history for each skipped execution (losers then write). @default false */
+  recordSkips?: boolean;
+  /** Deletes history rows older than this as the guard runs, at most once an hour per process, keeping each job's newest. @default keep everything */
+  historyRetention?: DurationInput;
+}
+
+/** Guard options after validation. */
+export interface ResolvedGuardOptions {
+  readonly database: DatabaseInput;
+  readonly dialect: Dialect;
+  readonly tables: TableNames;
+  readonly lockedBy: string;
+  readonly logger: Logger;
+  readonly recordSkips: boolean;
+  readonly retentionMs: number | undefined;
+  readonly defaults: ResolvedDefaults;
+}
+
+const MAX_LOCKED_BY_LENGTH = 255;
+
+/**
+ * Validates the options of `createGuard`, without connecting. A `TypeError` names the option and
+ * the value. Each default applies only to `undefined`: an explicit null is a mistake to report.
+ */
+export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`Expected guard options to be an object, got ${describeValue(options)}`);
+  }
+  const logger = options.logger === undefined ? consoleLogger : options.logger;
+  if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
+    throw new TypeError(`Expected \`logger\` to have warn() and error() methods, got ${describeValue(logger)}`);
+  }
+  const lockedBy = options.lockedBy === undefined ? `${hostname()}:${process.pid}` : options.lockedBy;
+  if (typeof lockedBy !== 'string' || lockedBy.length === 0 || lockedBy.length > MAX_LOCKED_BY_LENGTH) {
+    throw new TypeError(
+      `Expected \`lockedBy\` to be a string of 1 to ${MAX_LOCKED_BY_LENGTH} characters, got ${describeValue(lockedBy)}`,
+    );
+  }
+  const recordSkips = options.recordSkips === undefined ? false : options.recordSkips;
+  if (typeof recordSkips !== 'boolean') {
+    throw new TypeError(`Expected \`recordSkips\` to be a boolean, got ${describeValue(recordSkips)}`);
+  }
+  const retentionMs =
+    options.historyRetention === undefined
+      ? undefined
+      : parseDuration(options.historyRetention, { option: 'historyRetention', job: undefined });
+  const defaults = resolveDefaults(options.defaults);
+  const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
+  const dialect = dialectOf(database);
+  const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
+  return { database, dialect, tables, lockedBy, logger, recordSkips, retentionMs, defaults };
+}

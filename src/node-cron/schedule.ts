@@ -1,0 +1,50 @@
+import { IANAZone } from 'luxon';
+import { schedule as scheduleTask, validateDetailed, type ScheduledTask } from 'node-cron';
+import { describeValue } from '../guard/describe-value.js';
+import type { JobFunction } from '../guard/execute.js';
+import type { JobOptions, ResolvedJob } from '../guard/job-options.js';
+import type { RunResult } from '../guard/run-result.js';
+
+/** A job to run on a cron schedule. */
+export interface ScheduleOptions extends JobOptions {
+  /** The IANA time zone the cron expression is read in. @default the process's time zone */
+  timezone?: string;
+}
+
+/** What `guard.schedule` needs from its guard. */
+export interface ScheduleHost {
+  resolveJob(options: JobOptions): ResolvedJob;
+  runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>>;
+  /** Tasks to stop on shutdown. */
+  readonly tasks: Set<ScheduledTask>;
+}
+
+/**
+ * Schedules `fn` with node-cron under the job's lock, each fire keyed on its nominal slot (at most
+ * one run per slot across replicas). The expression, the time zone and the job options are checked
+ * now: a `TypeError` when wrong.
+ */
+export function scheduleJob<T>(host: ScheduleHost, expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
+  const job = host.resolveJob(options);
+  const validation = typeof expression === 'string' ? validateDetailed(expression) : undefined;
+  if (validation === undefined || !validation.valid) {
+    const detail = validation?.errors.map((error) => error.message).join('; ');
+    throw new TypeError(
+      `Expected the cron expression of job ${JSON.stringify(job.name)} to be valid, got ${describeValue(expression)}` +
+        (detail === undefined || detail === '' ? '' : ` (${detail})`),
+    );
+  }
+  const timezone = options.timezone;
+  if (timezone !== undefined && (typeof timezone !== 'string' || !IANAZone.isValidZone(timezone))) {
+    throw new TypeError(
+      `Expected \`timezone\` of job ${JSON.stringify(job.name)} to be an IANA time zone like 'Europe/Paris', got ${describeValue(timezone)}`,
+    );
+  }
+  // node-cron's context.date is the slot the fire is for, not the moment the timer fired.
+  const task = scheduleTask(expression, (context) => host.runResolved(job, fn, context.date), {
+    name: job.name,
+    ...(timezone === undefined ? {} : { timezone }),
+  });
+  host.tasks.add(task);
+  return task;
+}
