@@ -7,6 +7,8 @@ export interface Worker<Message> {
   /** Resolves with the next message of the given type. */
   next<T extends Message>(type: string): Promise<T>;
   send(message: unknown): void;
+  /** Every message received so far, in order. */
+  readonly received: readonly Message[];
   /** Resolves with the exit code. */
   readonly exited: Promise<number | null>;
 }
@@ -15,9 +17,11 @@ export function startWorker<Message extends { type: string }>(fixture: string, a
   const path = fileURLToPath(new URL(`../fixtures/${fixture}`, import.meta.url));
   const child = fork(path, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const queue: Message[] = [];
+  const received: Message[] = [];
   const waiting: { type: string; resolve: (message: Message) => void; reject: (error: Error) => void }[] = [];
   child.on('message', (raw) => {
     const message = raw as Message;
+    received.push(message);
     const index = waiting.findIndex((entry) => entry.type === message.type);
     if (index === -1) queue.push(message);
     else waiting.splice(index, 1)[0]?.resolve(message);
@@ -31,6 +35,7 @@ export function startWorker<Message extends { type: string }>(fixture: string, a
   return {
     child,
     exited,
+    received,
     send: (message) => child.send(message as object),
     next<T extends Message>(type: string): Promise<T> {
       const index = queue.findIndex((message) => message.type === type);

@@ -1,0 +1,162 @@
+// node-cron across replicas, each replica its own OS process, on every dialect.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { createGuard } from '../src/index.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { guardOn } from './support/guards.js';
+import { startWorker, type Worker } from './support/processes.js';
+
+type ReplicaMessage =
+  | { type: 'ready'; pid: number }
+  | { type: 'started'; pid: number; slot: string; start: number }
+  | { type: 'ran'; pid: number; slot: string; start: number; end: number }
+  | { type: 'exiting'; pid: number };
+type Ran = Extract<ReplicaMessage, { type: 'ran' }>;
+
+interface ReplicaSpec {
+  mode: 'schedule' | 'late' | 'coordinator';
+  durationMs: number;
+  lateMs?: number;
+}
+
+async function startReplicas(url: string, prefix: string, specs: ReplicaSpec[], runForMs: number): Promise<Worker<ReplicaMessage>[]> {
+  const replicas = specs.map((spec) =>
+    startWorker<ReplicaMessage>('cron-replica.ts', [url, prefix, spec.mode, String(spec.durationMs), String(spec.lateMs ?? 0), String(runForMs)]),
+  );
+  await Promise.all(replicas.map((replica) => replica.next('ready')));
+  return replicas;
+}
+
+function runsOf(replicas: Worker<ReplicaMessage>[]): Ran[] {
+  return replicas.flatMap((replica) => replica.received.filter((message): message is Ran => message.type === 'ran'));
+}
+
+/** Every whole second strictly inside (first, last): the slots all replicas were up for. */
+function innerSlots(runs: Ran[]): string[] {
+  const times = runs.map((run) => Date.parse(run.slot)).sort((a, b) => a - b);
+  const first = times[0] ?? 0;
+  const last = times.at(-1) ?? 0;
+  const slots: string[] = [];
+  for (let t = first + 1_000; t < last; t += 1_000) slots.push(new Date(t).toISOString());
+  return slots;
+}
+
+describe('guard.schedule options', () => {
+  it('rejects an invalid cron expression or time zone when schedule is called', async () => {
+    const guard = createGuard({ database: 'sqlite::memory:' });
+    try {
+      expect(() => guard.schedule('61 * * * *', { name: 'bad', lockAtMostFor: '1m' }, () => 1)).toThrow(
+        /^Expected the cron expression of job "bad" to be valid, got "61 \* \* \* \*"/,
+      );
+      expect(() => guard.schedule('* * * * *', { name: 'bad', lockAtMostFor: '1m', timezone: 'Mars/Olympus' }, () => 1)).toThrow(
+        new TypeError(`Expected \`timezone\` of job "bad" to be an IANA time zone like 'Europe/Paris', got "Mars/Olympus"`),
+      );
+      expect(() => guard.schedule('* * * * *', { name: 'bad', lockAtMostFor: '5 minutes' }, () => 1)).toThrow(TypeError);
+      const task = guard.schedule('0 3 * * *', { name: 'nightly', lockAtMostFor: '1m', timezone: 'Europe/Paris' }, () => 1);
+      expect(task.getNextRun()).toBeInstanceOf(Date);
+    } finally {
+      await guard.shutdown();
+    }
+  });
+});
+
+describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
+  describe.skipIf(target.serverUrl === null)('', () => {
+    it('runs each slot exactly once over 3 replicas, one of them late by more than the job lasts', async () => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      await guardOn(url, prefix).guard.migrate();
+      const replicas = await startReplicas(
+        url,
+        prefix,
+        [
+          { mode: 'schedule', durationMs: 200 },
+          { mode: 'schedule', durationMs: 200 },
+          { mode: 'late', durationMs: 200, lateMs: 700 },
+        ],
+        12_500,
+      );
+      await Promise.all(replicas.map((replica) => replica.exited));
+      const runs = runsOf(replicas);
+      const perSlot = new Map<string, number>();
+      for (const run of runs) perSlot.set(run.slot, (perSlot.get(run.slot) ?? 0) + 1);
+      expect([...perSlot.values()].filter((count) => count > 1)).toEqual([]);
+      const inner = innerSlots(runs);
+      expect(inner.length).toBeGreaterThanOrEqual(10);
+      expect(inner.filter((slot) => !perSlot.has(slot))).toEqual([]);
+      // The late replica did try: its fires came after the slot had run, and were skipped.
+      const { guard } = guardOn(url, prefix);
+      const history = (await guard.history({ job: 'tick', limit: 1_000 })).runs;
+      expect(history.length).toBe(runs.length);
+      expect(history.every((run) => run.status === 'succeeded')).toBe(true);
+    }, 60_000);
+
+    it('never runs a 2.5 s job on a 1 s schedule on two replicas at once, with a coordinator lagging 300 ms', async () => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      await guardOn(url, prefix).guard.migrate();
+      const replicas = await startReplicas(
+        url,
+        prefix,
+        [
+          { mode: 'coordinator', durationMs: 2_500 },
+          { mode: 'coordinator', durationMs: 2_500 },
+          { mode: 'coordinator', durationMs: 2_500, lateMs: 300 },
+        ],
+        10_500,
+      );
+      await Promise.all(replicas.map((replica) => replica.exited));
+      const runs = runsOf(replicas).sort((a, b) => a.start - b.start);
+      expect(runs.length).toBeGreaterThanOrEqual(3);
+      for (let i = 1; i < runs.length; i += 1) {
+        expect(runs[i]?.start ?? 0, `run ${i} started before run ${i - 1} ended`).toBeGreaterThanOrEqual(runs[i - 1]?.end ?? Infinity);
+      }
+      expect(new Set(runs.map((run) => run.slot)).size).toBe(runs.length);
+    }, 60_000);
+
+    it('on SIGTERM finishes the run, releases, exits 0, and another replica runs the next slot on time', async () => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      await guardOn(url, prefix).guard.migrate();
+      const replicas = await startReplicas(
+        url,
+        prefix,
+        [
+          { mode: 'schedule', durationMs: 1_500 },
+          { mode: 'schedule', durationMs: 1_500 },
+        ],
+        15_000,
+      );
+      // Wait for a run to start, then stop its replica in the middle of it.
+      let started: Extract<ReplicaMessage, { type: 'started' }> | undefined;
+      await expect
+        .poll(() => (started = replicas.flatMap((r) => r.received).find((m): m is Extract<ReplicaMessage, { type: 'started' }> => m.type === 'started')), {
+          timeout: 10_000,
+        })
+        .toBeDefined();
+      const victim = replicas.find((replica) => replica.child.pid === started?.pid);
+      const survivor = replicas.find((replica) => replica !== victim);
+      if (victim === undefined || survivor === undefined || started === undefined) throw new Error('no running replica');
+      await sleep(300);
+      victim.child.kill('SIGTERM');
+      expect(await victim.exited).toBe(0);
+      const finished = victim.received.find((m): m is Ran => m.type === 'ran' && m.slot === started?.slot);
+      expect(finished, 'the run in flight finished').toBeDefined();
+      // The next slot after the victim released: run by the survivor, within a second of its slot.
+      await expect
+        .poll(() => survivor.received.find((m): m is Ran => m.type === 'ran' && Date.parse(m.slot) >= (finished?.end ?? Infinity)), {
+          timeout: 5_000,
+        })
+        .toBeDefined();
+      const next = survivor.received.find((m): m is Ran => m.type === 'ran' && Date.parse(m.slot) >= (finished?.end ?? Infinity));
+      expect((next?.start ?? Infinity) - Date.parse(next?.slot ?? '')).toBeLessThan(1_000);
+      survivor.child.kill('SIGTERM');
+      expect(await survivor.exited).toBe(0);
+      const { guard } = guardOn(url, prefix);
+      const history = (await guard.history({ job: 'tick' })).runs;
+      expect(history.find((run) => run.slot?.toISOString() === started?.slot)?.status).toBe('succeeded');
+      expect(history.filter((run) => run.status === 'running')).toEqual([]);
+      expect((await guard.locks()).map((lock) => lock.running)).toEqual([false]);
+    }, 60_000);
+  });
+});
