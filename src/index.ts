@@ -5,6 +5,7 @@ export type { CoordinatorOptions } from './node-cron/coordinator.js';
 export { GuardError, type GuardErrorCode } from './guard/errors.js';
 export type { RunResult, SkipReason, Skip } from './guard/run-result.js';
 export type { ExecutionContext } from './guard/execution-context.js';
+export { currentExecution, assertLocked } from './guard/current-execution.js';
 export type { JobFunction } from './guard/execute.js';
 export type { JobOptions, JobDefaults, RunOptions, ResolvedJob } from './guard/job-options.js';
 export type { DurationInput } from './guard/duration.js';

@@ -122,6 +122,28 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       expect(logger.errors[0]).toMatch(/Taking the lock of job "down" failed, so the run was skipped/);
     });
 
+    it.skipIf(target.name === 'sqlite')('skips with ACQUIRE_TIMEOUT when the acquire hangs, and gives back a lock won late', async () => {
+      const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 300 });
+      await guard.run({ name: 'hung', lockAtMostFor: '1m' }, () => 1);
+      // Another session holds the (free) lock row, so the acquire's UPDATE waits for it.
+      const raw = await openRaw(target.name, url);
+      await raw.exec(target.name === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
+      await raw.query(`SELECT * FROM ${prefix}locks FOR UPDATE`);
+      const started = performance.now();
+      const result = await guard.run({ name: 'hung', lockAtMostFor: '1m' }, () => 'ran');
+      const waited = performance.now() - started;
+      await raw.exec('COMMIT');
+      await raw.close();
+      expect(result).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
+      expect(waited).toBeGreaterThanOrEqual(290);
+      expect(waited).toBeLessThan(2_000);
+      // The acquire went through once the row was free: the guard gave that lock straight back.
+      const other = guardOn(url, prefix).guard;
+      await expect.poll(async () => (await other.run({ name: 'hung', lockAtMostFor: '1m' }, () => 'next')).executed).toBe(true);
+      const statuses = (await other.history({ job: 'hung' })).runs.map((run) => [run.status, run.error]);
+      expect(statuses).toContainEqual(['failed', 'not run: the acquire answered after acquireTimeout']);
+    });
+
     it.skipIf(target.name !== 'postgres')('puts its tables in the schema of a schema-qualified tablePrefix', async () => {
       const schema = `s${uniquePrefix()}`.slice(0, 30).replace(/_$/, '');
       const { guard, url } = guardOn((await migratedGuard(target)).url, `${schema}.jobs_`);

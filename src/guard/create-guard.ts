@@ -12,7 +12,7 @@ import { scheduleJob, type ScheduleOptions } from '../node-cron/schedule.js';
 import type { DialectName } from './dialect.js';
 import { parseDuration, type DurationInput } from './duration.js';
 import { GuardError } from './errors.js';
-import { execute, type ExecuteEnvironment, type JobFunction } from './execute.js';
+import { execute, shutdownReason, type ExecuteEnvironment, type JobFunction } from './execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
 import { InFlight } from './in-flight.js';
 import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
@@ -62,6 +62,8 @@ export class Guard {
       logger: resolved.logger,
       recordSkips: resolved.recordSkips,
       running: new Set(),
+      statementTimeoutMs: resolved.acquireTimeoutMs,
+      isStopping: () => this.#closed,
     };
     this.#readHistory = createHistoryReader(opened.db, dialect, tables);
     this.#lockReader = createLockReader(opened.db, dialect, tables);
@@ -81,11 +83,9 @@ export class Guard {
   /** `run` for options validated beforehand (the decorator validates once, when applied). */
   async runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null = null): Promise<RunResult<Awaited<T>>> {
     if (this.#closed) {
-      return {
-        executed: false,
-        reason: 'error',
-        error: new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name }),
-      };
+      const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name });
+      this.#options.logger.warn(error.message);
+      return { executed: false, reason: 'error', error };
     }
     const result = await this.#inFlight.track(execute(this.#environment, job, fn, slot));
     if (result.executed) this.#pruneByRetention();
@@ -194,18 +194,19 @@ export class Guard {
     return this.#shutdown;
   }
 
-  /** `shutdown` without waiting for runs in flight. */
+  /**
+   * `shutdown()` with its default timeout: runs in flight finish and release before the guard's
+   * pool ends, so that closing never leaves a lock held for lockAtMostFor.
+   */
   close(): Promise<void> {
-    return this.shutdown({ timeout: 0 });
+    return this.shutdown();
   }
 
   async #stop(timeoutMs: number): Promise<void> {
     this.#closed = true;
     await Promise.all([...this.#tasks].map((task) => task.stop()));
     this.#tasks.clear();
-    for (const execution of this.#environment.running) {
-      execution.abort(new GuardError('SHUTDOWN', `The guard is shutting down: job "${execution.name}" should stop`, { job: execution.name }));
-    }
+    for (const execution of this.#environment.running) execution.abort(shutdownReason(execution.name));
     const pending = await this.#inFlight.drain(timeoutMs);
     if (pending > 0) {
       this.#options.logger.warn(

@@ -88,6 +88,8 @@ export interface ReadSql {
 /** Everything dialect-specific, one implementation per folder (src/postgres, src/mysql, src/sqlite). */
 export interface Dialect {
   readonly name: DialectName;
+  /** The identifier quote: `"` (PostgreSQL, SQLite) or a backtick (MySQL). */
+  readonly quote: '"' | '`';
   readonly columnTypes: ColumnTypes;
   /** Whether `tablePrefix` may name a schema (`schema.prefix`). */
   readonly supportsSchemas: boolean;

@@ -1,7 +1,9 @@
 /** What went wrong, for code that branches on it. */
 export type GuardErrorCode =
-  /** The acquire statement failed (database unreachable, timeout, permission…). The run was skipped. */
+  /** The acquire statement failed (database unreachable, permission…). The run was skipped. */
   | 'ACQUIRE_FAILED'
+  /** The acquire statement took longer than `acquireTimeout`. The run was skipped. */
+  | 'ACQUIRE_TIMEOUT'
   /** The release statement failed. The lock expires by itself at `lockAtMostFor`. */
   | 'RELEASE_FAILED'
   /** The lock table does not exist: run `guard.migrate()` or `cronguard migrate`. */
@@ -15,7 +17,9 @@ export type GuardErrorCode =
   /** The reason of `ctx.signal` when the job's local deadline passed: its lock is about to expire. */
   | 'DEADLINE'
   /** The reason of `ctx.signal` when the guard shuts down: the job should stop. */
-  | 'SHUTDOWN';
+  | 'SHUTDOWN'
+  /** `assertLocked()` was called outside a guarded execution. */
+  | 'NOT_LOCKED';
 
 /**
  * A runtime failure of the guard itself (not of the job). The driver error, when there is one,

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AcquireOutcome, AcquireRequest, Dialect, LockStore, RunOutcome } from './dialect.js';
 import { GuardError } from './errors.js';
+import { executionStorage } from './current-execution.js';
 import { Execution, type ExecutionContext } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
 import type { Logger } from './logger.js';
+import { TIMED_OUT, withTimeout } from './timeout.js';
 import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type RunResult, type Skip } from './run-result.js';
 
 /** What one execution needs from its guard. */
@@ -16,6 +18,10 @@ export interface ExecuteEnvironment {
   readonly recordSkips: boolean;
   /** The executions whose job is running now, for shutdown to signal. */
   readonly running: Set<Execution>;
+  /** How long an acquire or a release may take before the guard gives up on it. */
+  readonly statementTimeoutMs: number;
+  /** Whether the guard is shutting down: a job that starts now is told to stop at once. */
+  isStopping(): boolean;
 }
 
 /** The longest error message kept in the history, in characters. */
@@ -46,11 +52,29 @@ export async function acquireLock(
   // The deadline counts from before the acquire is sent: the lock's expiry on the database clock
   // cannot be earlier than this plus lockAtMostFor.
   const acquireSentAt = performance.now();
-  let outcome: AcquireOutcome;
+  let outcome: AcquireOutcome | typeof TIMED_OUT;
+  const acquiring = environment.store.acquire(job, request);
   try {
-    outcome = await environment.store.acquire(job, request);
+    outcome = await withTimeout(acquiring, environment.statementTimeoutMs);
   } catch (cause) {
     const error = acquireError(environment.dialect, job, cause);
+    environment.logger.error(error.message);
+    return { executed: false, reason: 'error', error };
+  }
+  if (outcome === TIMED_OUT) {
+    // Skipped rather than piled up behind a hung database. If the acquire still wins later,
+    // nobody runs under that lock: give it back at once.
+    acquiring.then(
+      (late) => {
+        if (late === 'acquired') void releaseLock(environment, { job, request, acquireSentAt }, ACQUIRE_TIMED_OUT);
+      },
+      () => undefined,
+    );
+    const error = new GuardError(
+      'ACQUIRE_TIMEOUT',
+      `Taking the lock of job "${job.name}" took over ${environment.statementTimeoutMs} ms, so the run was skipped`,
+      { job: job.name },
+    );
     environment.logger.error(error.message);
     return { executed: false, reason: 'error', error };
   }
@@ -77,9 +101,11 @@ export async function execute<T>(
   if (!isHeld(held)) return held;
   const execution = new Execution(job, slot, held.acquireSentAt);
   environment.running.add(execution);
+  // Won while the guard began to shut down: the job is told to stop at once.
+  if (environment.isStopping()) execution.abort(shutdownReason(job.name));
   let value: Awaited<T>;
   try {
-    value = await fn(execution);
+    value = await executionStorage.run(execution, () => fn(execution));
   } catch (jobError) {
     execution.end();
     environment.running.delete(execution);
@@ -93,6 +119,12 @@ export async function execute<T>(
 }
 
 export const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });
+const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: 'not run: the acquire answered after acquireTimeout' });
+
+/** The reason `ctx.signal` aborts with when the guard shuts down. */
+export function shutdownReason(job: string): GuardError {
+  return new GuardError('SHUTDOWN', `The guard is shutting down: job "${job}" should stop`, { job });
+}
 
 /**
  * Gives the lock up and finishes the run's history row. Never rejects: a release that matches no
@@ -102,8 +134,12 @@ export const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error:
 export async function releaseLock(environment: ExecuteEnvironment, held: HeldLock, outcome: RunOutcome): Promise<void> {
   const { job } = held;
   try {
-    const released = await environment.store.release(job, held.request.token, outcome);
-    if (!released) {
+    const released = await withTimeout(environment.store.release(job, held.request.token, outcome), environment.statementTimeoutMs);
+    if (released === TIMED_OUT) {
+      environment.logger.error(
+        `Releasing the lock of job "${job.name}" took over ${environment.statementTimeoutMs} ms; if it never completes, the lock expires at lockAtMostFor`,
+      );
+    } else if (!released) {
       environment.logger.warn(
         `Job "${job.name}" outlived its lock: lockAtMostFor (${job.lockAtMostForMs} ms) passed and another ` +
           'execution took the lock before this one released it, so the two may have overlapped. ' +

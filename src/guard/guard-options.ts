@@ -23,6 +23,8 @@ export interface GuardOptions {
   recordSkips?: boolean;
   /** Deletes history rows older than this as the guard runs, at most once an hour per process, keeping each job's newest. @default keep everything */
   historyRetention?: DurationInput;
+  /** The longest an acquire (or a release) may take; a slower acquire skips the run with `ACQUIRE_TIMEOUT` rather than piling up. @default '5s' */
+  acquireTimeout?: DurationInput;
 }
 
 /** Guard options after validation. */
@@ -34,6 +36,7 @@ export interface ResolvedGuardOptions {
   readonly logger: Logger;
   readonly recordSkips: boolean;
   readonly retentionMs: number | undefined;
+  readonly acquireTimeoutMs: number;
   readonly defaults: ResolvedDefaults;
 }
 
@@ -65,9 +68,13 @@ export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions
     options.historyRetention === undefined
       ? undefined
       : parseDuration(options.historyRetention, { option: 'historyRetention', job: undefined });
+  const acquireTimeoutMs = parseDuration(options.acquireTimeout === undefined ? '5s' : options.acquireTimeout, {
+    option: 'acquireTimeout',
+    job: undefined,
+  });
   const defaults = resolveDefaults(options.defaults);
   const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
   const dialect = dialectOf(database);
   const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
-  return { database, dialect, tables, lockedBy, logger, recordSkips, retentionMs, defaults };
+  return { database, dialect, tables, lockedBy, logger, recordSkips, retentionMs, acquireTimeoutMs, defaults };
 }

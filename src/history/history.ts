@@ -31,8 +31,7 @@ const MAX_LIMIT = 1_000;
 
 /** Builds the history reader of one guard; the SQL is assembled per call (not a hot path). */
 export function createHistoryReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
-  const quote = dialect.name === 'mysql' ? '`' : '"';
-  const runs = sql.raw(quotedTable(tables, 'runs', quote));
+  const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   const reads = dialect.reads;
   const columns = sql.raw(
     [

@@ -28,7 +28,7 @@ interface LockRow {
 }
 
 export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
-  const locks = sql.raw(quotedTable(tables, 'locks', dialect.name === 'mysql' ? '`' : '"'));
+  const locks = sql.raw(quotedTable(tables, 'locks', dialect.quote));
   const reads = dialect.reads;
   const columns = sql.raw(
     [

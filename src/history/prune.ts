@@ -11,7 +11,7 @@ export const PRUNE_BATCH_SIZE = 1_000;
  * an answer) and every `running` row (doctor reports those). Returns how many rows went.
  */
 export function createPruner(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
-  const runs = sql.raw(quotedTable(tables, 'runs', dialect.name === 'mysql' ? '`' : '"'));
+  const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   return async function prune(cutoff: Date, maxBatches = Number.POSITIVE_INFINITY): Promise<number> {
     const before = dialect.reads.timeParameter(cutoff);
     let deleted = 0;

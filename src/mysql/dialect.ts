@@ -6,6 +6,7 @@ import { isMysqlMissingTable, mysqlColumnTypes, mysqlCreateTableSuffix } from '.
 
 export const mysqlDialect: Dialect = {
   name: 'mysql',
+  quote: '`',
   columnTypes: mysqlColumnTypes,
   supportsSchemas: false,
   createTableSuffix: mysqlCreateTableSuffix,

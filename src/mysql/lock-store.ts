@@ -77,8 +77,14 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   const rowSeenAt = new Map<string, number>();
 
   // Frees a lock whose run could not be started, so that a failed second statement does not hold
-  // the job back for lockAtMostFor.
-  const abortSql = `UPDATE ${locks} SET lock_until = locked_at, token = NULL WHERE name = ? AND token = ?`;
+  // the job back for lockAtMostFor. The token goes back to the previous holder's, so that the next
+  // taker still marks that run abandoned if it never released.
+  const abortSql = `UPDATE ${locks} SET lock_until = locked_at, token = previous_token WHERE name = ? AND token = ?`;
+  // Releases the lock alone, for a run whose history row is gone (deleted by hand): the joined
+  // release below is driven by that row and would leave the lock held until lockAtMostFor.
+  const releaseLockOnlySql = `UPDATE ${locks}
+   SET lock_until = GREATEST(UTC_TIMESTAMP(3), locked_at + INTERVAL ? MICROSECOND), token = NULL
+ WHERE name = ? AND token = ?`;
 
   async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
     try {
@@ -127,7 +133,11 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
       const result = await db.executeQuery(
         CompiledQuery.raw(releaseSql, [job.name, micros, outcome.status, outcome.error, token]),
       );
-      return result.numAffectedRows === 2n;
+      if (result.numAffectedRows !== 0n) return result.numAffectedRows === 2n;
+      // No run row: release the lock by itself (clearing the token changes the row, so 1 means
+      // released with or without CLIENT_FOUND_ROWS).
+      const released = await db.executeQuery(CompiledQuery.raw(releaseLockOnlySql, [micros, job.name, token]));
+      return released.numAffectedRows === 1n;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
       const slotText = slot === null ? null : mysqlTime(slot);

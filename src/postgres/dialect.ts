@@ -6,6 +6,7 @@ import { isPostgresMissingTable, postgresColumnTypes } from './schema.js';
 
 export const postgresDialect: Dialect = {
   name: 'postgres',
+  quote: '"',
   columnTypes: postgresColumnTypes,
   supportsSchemas: true,
   createTableSuffix: '',

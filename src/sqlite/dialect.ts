@@ -6,6 +6,7 @@ import { isSqliteMissingTable, sqliteColumnTypes, sqliteCreateTableSuffix } from
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
+  quote: '"',
   columnTypes: sqliteColumnTypes,
   supportsSchemas: false,
   createTableSuffix: sqliteCreateTableSuffix,

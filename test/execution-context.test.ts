@@ -1,0 +1,90 @@
+// The job's context: currentExecution(), assertLocked(), and ctx.signal (deadline and shutdown).
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { assertLocked, createGuard, currentExecution, GuardError, type Guard } from '../src/index.js';
+import { recordingLogger } from './support/guards.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'cronguard-context-'));
+let counter = 0;
+const guards: Guard[] = [];
+afterEach(async () => {
+  await Promise.all(guards.splice(0).map((guard) => guard.close()));
+});
+
+async function sqliteGuard(): Promise<Guard> {
+  counter += 1;
+  const guard = createGuard({ database: `sqlite:${join(dir, `context-${counter}.sqlite`)}`, logger: recordingLogger() });
+  guards.push(guard);
+  await guard.migrate();
+  return guard;
+}
+
+describe('the execution context', () => {
+  it('is current inside a run and a decorated method, and nowhere else', async () => {
+    const guard = await sqliteGuard();
+    expect(currentExecution()).toBeUndefined();
+    expect(() => assertLocked()).toThrow(GuardError);
+    const slot = new Date('2026-11-29T10:00:00.000Z');
+    const seen = await guard.run({ name: 'inside', lockAtMostFor: '1m', slot }, async (ctx) => {
+      await sleep(5);
+      const current = currentExecution();
+      return { same: current === ctx, name: current?.name, slot: current?.slot, locked: assertLocked() === ctx };
+    });
+    expect(seen).toEqual({ executed: true, value: { same: true, name: 'inside', slot, locked: true } });
+
+    // Applied by hand (vitest's transform has no decorator syntax; test/decorators.test.ts compiles both modes).
+    const descriptor: PropertyDescriptor = {
+      value: async function work(): Promise<string> {
+        await sleep(1);
+        return assertLocked().name;
+      },
+    };
+    guard.guarded({ name: 'decorated', lockAtMostFor: '1m' })({}, 'work', descriptor);
+    expect(await (descriptor.value as () => Promise<string>)()).toBe('decorated');
+    expect(currentExecution()).toBeUndefined();
+  });
+
+  it('aborts ctx.signal a stop margin before lockAtMostFor, counted from the acquire', async () => {
+    const guard = await sqliteGuard();
+    // lockAtMostFor 2.2 s: the margin is 1 s (at least 1 s), so the signal fires near 1.2 s.
+    const result = await guard.run({ name: 'deadline', lockAtMostFor: 2_200 }, async (ctx) => {
+      const started = performance.now();
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      return { after: performance.now() - started, reason: (ctx.signal.reason as GuardError).code };
+    });
+    if (!result.executed) throw new Error('expected a run');
+    expect(result.value.reason).toBe('DEADLINE');
+    expect(result.value.after).toBeGreaterThan(1_000);
+    expect(result.value.after).toBeLessThan(1_400);
+  });
+
+  it('on shutdown aborts running jobs with SHUTDOWN, lets them finish and release, then refuses new runs', async () => {
+    const guard = await sqliteGuard();
+    const running = guard.run({ name: 'long', lockAtMostFor: '1m' }, async (ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      await sleep(100);
+      return (ctx.signal.reason as GuardError).code;
+    });
+    await sleep(50);
+    await guard.shutdown({ timeout: '5s' });
+    expect(await running).toEqual({ executed: true, value: 'SHUTDOWN' });
+    const after = await guard.run({ name: 'long', lockAtMostFor: '1m' }, () => 'late');
+    expect(after).toMatchObject({ executed: false, reason: 'error', error: { code: 'GUARD_CLOSED' } });
+  });
+
+  it('close() during a run waits for it to release, so the lock is free for the next replica', async () => {
+    const first = await sqliteGuard();
+    const path = join(dir, `context-${counter}.sqlite`);
+    const running = first.run({ name: 'closing', lockAtMostFor: '10m' }, () => sleep(300).then(() => 'done'));
+    await sleep(50);
+    await first.close();
+    expect(await running).toEqual({ executed: true, value: 'done' });
+    const next = createGuard({ database: `sqlite:${path}`, logger: recordingLogger() });
+    guards.push(next);
+    expect(await next.run({ name: 'closing', lockAtMostFor: '10m' }, () => 'next')).toEqual({ executed: true, value: 'next' });
+    expect((await next.history({ job: 'closing' })).runs.map((run) => run.status)).toEqual(['succeeded', 'succeeded']);
+  });
+});
