@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     globalSetup: ['test/setup/global-setup.ts'],
+    setupFiles: ['test/setup/unhandled-rejections.ts'],
     include: ['test/**/*.test.ts'],
     // One file at a time: a test measures cluster-wide WAL, which other files would disturb.
     fileParallelism: false,

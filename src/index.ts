@@ -21,3 +21,4 @@ export type { HistoryQuery, HistoryPage } from './history/history.js';
 export type { RunRecord, RunStatus } from './history/run-record.js';
 export type { LockRecord } from './history/locks.js';
 export type { JobDiagnosis } from './history/doctor.js';
+export type { GuardEventMap, GuardEventName } from './guard/events.js';

@@ -444,6 +444,26 @@ describe('database and the other guard options', () => {
     expect(readdirSync(dir)).toContain('used.sqlite');
   });
 
+  it('validates keepAlive and stopMargin against lockAtMostFor', () => {
+    const guard = createGuard({ database: 'sqlite::memory:' });
+    open.push(guard);
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '3m', keepAlive: true }).keepAliveIntervalMs).toBe(60_000);
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '3m', keepAlive: '20s' }).keepAliveIntervalMs).toBe(20_000);
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '3m' }).keepAliveIntervalMs).toBeUndefined();
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '10m' }).stopMarginMs).toBe(30_000);
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '10s' }).stopMarginMs).toBe(1_000);
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '1s' }).stopMarginMs).toBe(500);
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '1m', stopMargin: '10s' }).stopMarginMs).toBe(10_000);
+    expectTypeError(
+      thrown(() => guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: '2m' })),
+      'Expected `keepAlive` of job "j" to be true or an interval shorter than `lockAtMostFor` (60000 ms), got "2m"',
+    );
+    expectTypeError(
+      thrown(() => guard.resolveJob({ name: 'j', lockAtMostFor: '1m', stopMargin: '1m' })),
+      'Expected `stopMargin` of job "j" (60000 ms) to be less than `lockAtMostFor` (60000 ms)',
+    );
+  });
+
   it('rejects a logger without warn() and error()', () => {
     expectTypeError(
       createGuardError({ database: 'sqlite::memory:', logger: { warn: () => undefined } }),

@@ -12,7 +12,9 @@ import { scheduleJob, type ScheduleOptions } from '../node-cron/schedule.js';
 import type { DialectName } from './dialect.js';
 import { parseDuration, type DurationInput } from './duration.js';
 import { GuardError } from './errors.js';
-import { execute, shutdownReason, type ExecuteEnvironment, type JobFunction } from './execute.js';
+import type { ExecuteEnvironment } from './environment.js';
+import { GuardEvents, type GuardEventMap, type GuardEventName } from './events.js';
+import { execute, shutdownReason, type JobFunction } from './execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
 import { InFlight } from './in-flight.js';
 import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
@@ -60,6 +62,7 @@ export class Guard {
       dialect,
       lockedBy: resolved.lockedBy,
       logger: resolved.logger,
+      events: new GuardEvents(resolved.logger),
       recordSkips: resolved.recordSkips,
       running: new Set(),
       statementTimeoutMs: resolved.acquireTimeoutMs,
@@ -90,6 +93,22 @@ export class Guard {
     const result = await this.#inFlight.track(execute(this.#environment, job, fn, slot));
     if (result.executed) this.#pruneByRetention();
     return result;
+  }
+
+  /**
+   * Listens to the guard's events: `acquired`, `skipped` (with its reason), `succeeded`, `failed`,
+   * `released`, `lock-lost`, `overran`, `error`. Listeners run synchronously; one that throws is
+   * logged, never thrown into the guard.
+   */
+  on<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): this {
+    this.#environment.events.on(event, listener);
+    return this;
+  }
+
+  /** Stops listening. */
+  off<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): this {
+    this.#environment.events.off(event, listener);
+    return this;
   }
 
   /** Validates job options against this guard's defaults; a `TypeError` when they are wrong. */

@@ -51,6 +51,12 @@ export interface LockStore {
    * expired and someone else took it (the run is then recorded as `overran`).
    */
   release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean>;
+  /**
+   * Moves the lock's expiry to now + `durationMs` (and the run's `lock_until` with it), only while
+   * this execution still holds it and it has not expired. False when no row matched: the lock
+   * was lost.
+   */
+  extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean>;
   /** Records a `skipped` history row (the `recordSkips` option). */
   recordSkip(job: ResolvedJob, request: AcquireRequest): Promise<void>;
 }

@@ -19,7 +19,11 @@ export type GuardErrorCode =
   /** The reason of `ctx.signal` when the guard shuts down: the job should stop. */
   | 'SHUTDOWN'
   /** `assertLocked()` was called outside a guarded execution. */
-  | 'NOT_LOCKED';
+  | 'NOT_LOCKED'
+  /** The reason of `ctx.signal` when an extend found the lock taken by another execution. */
+  | 'LOCK_LOST'
+  /** An extend of the lock failed (the database did not answer in time, or errored). */
+  | 'EXTEND_FAILED';
 
 /**
  * A runtime failure of the guard itself (not of the job). The driver error, when there is one,

@@ -1,3 +1,4 @@
+import { parseDuration, type DurationInput } from './duration.js';
 import { GuardError } from './errors.js';
 import type { ResolvedJob } from './job-options.js';
 
@@ -5,39 +6,76 @@ import type { ResolvedJob } from './job-options.js';
 export interface ExecutionContext {
   /** The job's name. */
   readonly name: string;
+  /** The run's id: its token, and the `id` of its history row. */
+  readonly runId: string;
   /** The nominal scheduled time this run is for, or null for an unscheduled call. */
   readonly slot: Date | null;
   /**
-   * Aborts a stop margin before the lock can expire (reason: a `GuardError` of code `DEADLINE`),
-   * counted on the monotonic clock from just before the acquire was sent, so that it fires before
-   * any other replica can take the lock; or when the guard shuts down (code `SHUTDOWN`). Long jobs
-   * should check it and stop.
+   * Aborts before the lock can expire, with a `GuardError` as its reason: `DEADLINE` a stop margin
+   * before the expiry, counted on the monotonic clock from just before the acquire (or the last
+   * successful extend) was sent; `LOCK_LOST` when an extend finds the lock taken; `SHUTDOWN` when
+   * the guard shuts down. Long jobs should check it and stop.
    */
   readonly signal: AbortSignal;
+  /** Local estimate of when the lock expires, on the monotonic clock (`performance.now()`). */
+  readonly lockExpiresAt: number;
+  /**
+   * Extends the lock to now + `duration` (default: lockAtMostFor) while this execution still holds
+   * it. True when extended; false when it failed (the deadline does not move) or the lock was lost
+   * (the signal aborts with `LOCK_LOST`).
+   */
+  extend(duration?: DurationInput): Promise<boolean>;
+}
+
+/** What an extend came to. */
+export type ExtendOutcome = 'extended' | 'lost' | 'failed';
+
+/** The guard's side of an execution: how to extend its lock, and whom to tell when it is lost. */
+export interface ExecutionHooks {
+  extend(durationMs: number): Promise<ExtendOutcome>;
+  lost(): void;
 }
 
 /** setTimeout's largest delay; longer deadlines re-arm. */
 const MAX_TIMER_MS = 2_147_483_647;
+/** How soon keep-alive tries again after a failed extend, at most. */
+const KEEP_ALIVE_RETRY_MS = 1_000;
 
 /**
- * The context of one execution. The deadline timer is made only when the job reads `signal`, so
- * that jobs that never look at it cost nothing on the hot path.
+ * The context of one execution. The deadline timer is made only when the job reads `signal` (or
+ * keep-alive runs), so that jobs that never look at it cost nothing on the hot path.
  */
 export class Execution implements ExecutionContext {
   readonly name: string;
+  readonly runId: string;
   readonly slot: Date | null;
-  /** performance.now() at which the signal fires. */
-  readonly deadline: number;
+  readonly #job: ResolvedJob;
+  readonly #hooks: ExecutionHooks;
+  #lockExpiresAt: number;
   #controller: AbortController | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #keepAliveTimer: NodeJS.Timeout | undefined;
   #ended = false;
   /** Set by `abort` before anyone read `signal`. */
   #abortedWith: GuardError | undefined;
 
-  constructor(job: ResolvedJob, slot: Date | null, acquireSentAt: number) {
+  constructor(job: ResolvedJob, runId: string, slot: Date | null, acquireSentAt: number, hooks: ExecutionHooks) {
     this.name = job.name;
+    this.runId = runId;
     this.slot = slot;
-    this.deadline = acquireSentAt + job.lockAtMostForMs - job.stopMarginMs;
+    this.#job = job;
+    this.#hooks = hooks;
+    this.#lockExpiresAt = acquireSentAt + job.lockAtMostForMs;
+    if (job.keepAliveIntervalMs !== undefined) this.#scheduleKeepAlive(job.keepAliveIntervalMs);
+  }
+
+  get lockExpiresAt(): number {
+    return this.#lockExpiresAt;
+  }
+
+  /** When the signal fires: the lock's expiry, less the stop margin. */
+  get deadline(): number {
+    return this.#lockExpiresAt - this.#job.stopMarginMs;
   }
 
   get signal(): AbortSignal {
@@ -49,20 +87,40 @@ export class Execution implements ExecutionContext {
     return this.#controller.signal;
   }
 
-  /** Asks the job to stop now (the guard is shutting down). */
+  async extend(duration?: DurationInput): Promise<boolean> {
+    if (this.#ended) return false;
+    const durationMs = duration === undefined ? this.#job.lockAtMostForMs : parseDuration(duration, { option: 'duration', job: this.name });
+    // The new expiry counts from before the extend is sent; a failed or late one moves nothing.
+    const sentAt = performance.now();
+    const outcome = await this.#hooks.extend(durationMs);
+    if (outcome === 'extended' && !this.#ended) {
+      this.#lockExpiresAt = Math.max(this.#lockExpiresAt, sentAt + durationMs);
+      if (this.#controller !== undefined && !this.#controller.signal.aborted) this.#arm();
+      return true;
+    }
+    if (outcome === 'lost') {
+      this.#hooks.lost();
+      this.abort(new GuardError('LOCK_LOST', `Job "${this.name}" lost its lock: another execution holds it now`, { job: this.name }));
+    }
+    return false;
+  }
+
+  /** Asks the job to stop now (shutdown, or the lock was lost). */
   abort(reason: GuardError): void {
     if (this.#controller === undefined) this.#abortedWith = reason;
-    else this.#controller.abort(reason);
+    else if (!this.#controller.signal.aborted) this.#controller.abort(reason);
     this.end();
   }
 
-  /** Stops the deadline timer once the job has returned. */
+  /** Stops the timers once the job has returned. */
   end(): void {
     this.#ended = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    clearTimeout(this.#timer);
+    clearTimeout(this.#keepAliveTimer);
   }
 
   #arm(): void {
+    clearTimeout(this.#timer);
     const remaining = this.deadline - performance.now();
     if (remaining <= 0) {
       this.#controller?.abort(
@@ -72,5 +130,20 @@ export class Execution implements ExecutionContext {
     }
     this.#timer = setTimeout(() => this.#arm(), Math.min(remaining, MAX_TIMER_MS));
     this.#timer.unref();
+  }
+
+  /** Keep-alive: extend every interval; after a failure, try again sooner while the lock lasts. */
+  #scheduleKeepAlive(delayMs: number): void {
+    this.#keepAliveTimer = setTimeout(() => {
+      void this.extend().then((extended) => {
+        if (this.#ended) return;
+        const interval = this.#job.keepAliveIntervalMs ?? delayMs;
+        if (extended) this.#scheduleKeepAlive(interval);
+        else if (performance.now() < this.#lockExpiresAt && this.#abortedWith === undefined && this.#controller?.signal.aborted !== true) {
+          this.#scheduleKeepAlive(Math.min(interval, KEEP_ALIVE_RETRY_MS));
+        }
+      });
+    }, delayMs);
+    this.#keepAliveTimer.unref();
   }
 }

@@ -9,6 +9,10 @@ export interface JobOptions {
   lockAtMostFor?: DurationInput;
   /** The shortest the lock is held, even when the job ends sooner (absorbs clock and timer lag between replicas). @default the guard's `defaults.lockAtLeastFor`, else 0 */
   lockAtLeastFor?: DurationInput;
+  /** Extends the lock while the job runs: `true` every lockAtMostFor / 3, or every given duration. @default false */
+  keepAlive?: boolean | DurationInput;
+  /** How long before the lock can expire `ctx.signal` fires. @default 5% of lockAtMostFor, at least 1 s, at most half */
+  stopMargin?: DurationInput;
 }
 
 /** Options of one `guard.run` call: the job, and the scheduled slot this call is for. */
@@ -37,8 +41,10 @@ export interface ResolvedJob {
   readonly name: string;
   readonly lockAtMostForMs: number;
   readonly lockAtLeastForMs: number;
-  /** How long before `lockAtMostFor` the job's `signal` fires: 5% of it, at least 1 s, at most half. */
+  /** How long before the lock's expiry the job's `signal` fires. */
   readonly stopMarginMs: number;
+  /** How often keep-alive extends the lock, or undefined without keep-alive. */
+  readonly keepAliveIntervalMs: number | undefined;
 }
 
 /** Defaults after validation. */
@@ -100,7 +106,37 @@ export function resolveJob(options: JobOptions, defaults: ResolvedDefaults): Res
         `to be at most \`lockAtMostFor\` (${lockAtMostForMs} ms${fromDefaults('lockAtMostFor')})`,
     );
   }
-  return { name, lockAtMostForMs, lockAtLeastForMs, stopMarginMs: defaultStopMargin(lockAtMostForMs) };
+  return {
+    name,
+    lockAtMostForMs,
+    lockAtLeastForMs,
+    stopMarginMs: resolveStopMargin(options.stopMargin, name, lockAtMostForMs),
+    keepAliveIntervalMs: resolveKeepAlive(options.keepAlive, name, lockAtMostForMs),
+  };
+}
+
+function resolveStopMargin(value: DurationInput | undefined, job: string, lockAtMostForMs: number): number {
+  if (value === undefined) return defaultStopMargin(lockAtMostForMs);
+  const ms = parseDuration(value, { option: 'stopMargin', job });
+  if (ms >= lockAtMostForMs) {
+    throw new TypeError(
+      `Expected \`stopMargin\` of job ${JSON.stringify(job)} (${ms} ms) to be less than \`lockAtMostFor\` (${lockAtMostForMs} ms)`,
+    );
+  }
+  return ms;
+}
+
+function resolveKeepAlive(value: boolean | DurationInput | undefined, job: string, lockAtMostForMs: number): number | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return lockAtMostForMs / 3;
+  const ms = parseDuration(value, { option: 'keepAlive', job });
+  if (ms <= 0 || ms >= lockAtMostForMs) {
+    throw new TypeError(
+      `Expected \`keepAlive\` of job ${JSON.stringify(job)} to be true or an interval shorter than \`lockAtMostFor\` ` +
+        `(${lockAtMostForMs} ms), got ${describeValue(value)}`,
+    );
+  }
+  return ms;
 }
 
 /**

@@ -70,6 +70,14 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`;
        r.overran = (l.name IS NULL OR r.lock_until < UTC_TIMESTAMP(3))
  WHERE r.id = ?`;
 
+  // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
+  // revive its lock over a successor; the run's lock_until follows (LEFT JOIN: a run row deleted by
+  // hand does not stop the lock from being extended). UTC_TIMESTAMP(3) is one value for the whole
+  // statement, so both rows get the same expiry. Both change, so the count is positive in either
+  // CLIENT_FOUND_ROWS mode when the lock was extended, and 0 when it was lost.
+  const extendSql = `UPDATE ${locks} l LEFT JOIN ${runs} r ON r.id = l.token
+   SET l.lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, r.lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
+ WHERE l.name = ? AND l.token = ? AND l.lock_until > UTC_TIMESTAMP(3)`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
 
@@ -138,6 +146,11 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
       // released with or without CLIENT_FOUND_ROWS).
       const released = await db.executeQuery(CompiledQuery.raw(releaseLockOnlySql, [micros, job.name, token]));
       return released.numAffectedRows === 1n;
+    },
+    async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
+      const micros = Math.round(durationMs * 1_000);
+      const result = await db.executeQuery(CompiledQuery.raw(extendSql, [micros, micros, job.name, token]));
+      return (result.numAffectedRows ?? 0n) > 0n;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
       const slotText = slot === null ? null : mysqlTime(slot);

@@ -1,6 +1,8 @@
 import type { RunCoordinator } from 'node-cron';
 import type { DurationInput } from '../guard/duration.js';
-import { acquireLock, isHeld, releaseLock, SUCCEEDED, type ExecuteEnvironment, type HeldLock } from '../guard/execute.js';
+import { acquireLock, isHeld } from '../guard/acquire.js';
+import type { ExecuteEnvironment, HeldLock } from '../guard/environment.js';
+import { releaseLock, SUCCEEDED } from '../guard/release.js';
 import type { InFlight } from '../guard/in-flight.js';
 import { resolveJob, type ResolvedDefaults, type ResolvedJob } from '../guard/job-options.js';
 
@@ -75,7 +77,7 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       const entry = held.get(key);
       if (entry === undefined) return;
       held.delete(key);
-      await releaseLock(environment, entry.lock, SUCCEEDED);
+      await releaseLock(environment, entry.lock, SUCCEEDED, entry.lock.acquireSentAt + entry.lock.job.lockAtMostForMs);
       entry.done();
     },
   };

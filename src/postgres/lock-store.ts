@@ -72,6 +72,18 @@ SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
 )
 SELECT count(*)::int AS released FROM released`;
 
+  // Extend: owner-checked by token and only while not expired, so that a holder whose lock has
+  // lapsed can never revive it over a successor. The run's lock_until follows, so that `overran`
+  // compares with the extended expiry.
+  const extendSql = `WITH extended AS (
+  UPDATE ${locks} SET lock_until = now() + $2::double precision * interval '1 millisecond'
+   WHERE name = $1 AND token = $3 AND lock_until > now()
+  RETURNING lock_until
+), followed AS (
+  UPDATE ${runs} SET lock_until = extended.lock_until FROM extended WHERE ${runs}.id = $3
+)
+SELECT count(*)::int AS extended FROM extended`;
+
   // A skipped execution, for those who asked (recordSkips). Not on the losing path by default:
   // a loser writes nothing.
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
@@ -89,6 +101,10 @@ VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
         CompiledQuery.raw(releaseSql, [job.name, job.lockAtLeastForMs, token, outcome.status, outcome.error]),
       );
       return result.rows[0]?.released === 1;
+    },
+    async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
+      const result = await db.executeQuery<{ extended: number }>(CompiledQuery.raw(extendSql, [job.name, durationMs, token]));
+      return result.rows[0]?.extended === 1;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
       await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs, slot]));

@@ -56,6 +56,12 @@ VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`;
        duration_ms = CAST(round((julianday('now') - julianday(started_at)) * 86400000) AS INTEGER),
        overran = (lock_until < ${NOW} OR ? = 0)
  WHERE id = ?`;
+  // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
+  // revive its lock over a successor; the run's lock_until follows.
+  const extendSql = `UPDATE ${locks} SET lock_until = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)
+ WHERE name = ? AND token = ? AND lock_until > ${NOW}
+RETURNING lock_until`;
+  const followSql = `UPDATE ${runs} SET lock_until = ? WHERE id = ?`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
 
@@ -108,6 +114,15 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
         const released = await run(CompiledQuery.raw(releaseSql, [plusSeconds(job.lockAtLeastForMs), job.name, token]));
         await run(CompiledQuery.raw(finishSql, [outcome.status, outcome.error, released.changes, token]));
         return released.changes === 1;
+      });
+    },
+    extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
+      return transaction(async (run) => {
+        const extended = await run(CompiledQuery.raw(extendSql, [plusSeconds(durationMs), job.name, token]));
+        const row = extended.rows[0] as { lock_until: string } | undefined;
+        if (row === undefined) return false;
+        await run(CompiledQuery.raw(followSql, [row.lock_until, token]));
+        return true;
       });
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {

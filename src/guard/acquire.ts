@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
+import { messageOf, type ExecuteEnvironment, type HeldLock } from './environment.js';
+import { GuardError } from './errors.js';
+import type { ResolvedJob } from './job-options.js';
+import { releaseLock } from './release.js';
+import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
+import { TIMED_OUT, withTimeout } from './timeout.js';
+
+const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: 'not run: the acquire answered after acquireTimeout' });
+
+/**
+ * Takes the job's lock for one execution, or says why not. Never rejects: a failed or hung acquire
+ * is a skip with reason 'error' (fail closed, never run unguarded), reported to the logger and as
+ * an `error` event.
+ */
+export async function acquireLock(environment: ExecuteEnvironment, job: ResolvedJob, slot: Date | null): Promise<HeldLock | Skip> {
+  // A fresh token per execution is the ownership check; locked_by is only for humans.
+  const request: AcquireRequest = { token: randomUUID(), lockedBy: environment.lockedBy, slot };
+  // The deadline counts from before the acquire is sent: the lock's expiry on the database clock
+  // cannot be earlier than this plus lockAtMostFor.
+  const acquireSentAt = performance.now();
+  const acquiring = environment.store.acquire(job, request);
+  let outcome: AcquireOutcome | typeof TIMED_OUT;
+  try {
+    outcome = await withTimeout(acquiring, environment.statementTimeoutMs);
+  } catch (cause) {
+    return failed(environment, job, slot, acquireError(environment.dialect, job, cause));
+  }
+  if (outcome === TIMED_OUT) {
+    // Skipped rather than piled up behind a hung database. If the acquire still wins later,
+    // nobody runs under that lock: give it back at once.
+    acquiring.then(
+      (late) => {
+        if (late === 'acquired') void releaseLock(environment, { job, request, acquireSentAt }, ACQUIRE_TIMED_OUT, acquireSentAt);
+      },
+      () => undefined,
+    );
+    const message = `Taking the lock of job "${job.name}" took over ${environment.statementTimeoutMs} ms, so the run was skipped`;
+    return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
+  }
+  if (outcome === 'acquired') {
+    environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
+    return { job, request, acquireSentAt };
+  }
+  if (environment.recordSkips) await recordSkip(environment, job, request);
+  environment.events.emit('skipped', { job: job.name, slot, reason: outcome });
+  return outcome === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
+}
+
+export function isHeld(value: HeldLock | Skip): value is HeldLock {
+  return 'request' in value;
+}
+
+function failed(environment: ExecuteEnvironment, job: ResolvedJob, slot: Date | null, error: GuardError): Skip {
+  environment.logger.error(error.message);
+  environment.events.emit('error', { job: job.name, error });
+  environment.events.emit('skipped', { job: job.name, slot, reason: 'error', error });
+  return { executed: false, reason: 'error', error };
+}
+
+async function recordSkip(environment: ExecuteEnvironment, job: ResolvedJob, request: AcquireRequest): Promise<void> {
+  try {
+    await environment.store.recordSkip(job, request);
+  } catch (cause) {
+    environment.logger.error(`Recording a skipped run of job "${job.name}" failed: ${messageOf(cause)}`);
+  }
+}
+
+function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown): GuardError {
+  if (dialect.isMissingTable(cause)) {
+    return new GuardError(
+      'TABLE_MISSING',
+      `The cronguard lock table does not exist; run \`await guard.migrate()\` or \`npx cronguard migrate\`. ` +
+        `Job "${job.name}" was skipped.`,
+      { cause, job: job.name },
+    );
+  }
+  return new GuardError('ACQUIRE_FAILED', `Taking the lock of job "${job.name}" failed, so the run was skipped: ${messageOf(cause)}`, {
+    cause,
+    job: job.name,
+  });
+}

@@ -1,0 +1,34 @@
+import type { AcquireRequest, Dialect, LockStore } from './dialect.js';
+import type { GuardEvents } from './events.js';
+import type { Execution } from './execution-context.js';
+import type { ResolvedJob } from './job-options.js';
+import type { Logger } from './logger.js';
+
+/** What one execution needs from its guard. */
+export interface ExecuteEnvironment {
+  readonly store: LockStore;
+  readonly dialect: Dialect;
+  readonly lockedBy: string;
+  readonly logger: Logger;
+  readonly events: GuardEvents;
+  /** Whether a skipped execution gets a `skipped` history row. */
+  readonly recordSkips: boolean;
+  /** The executions whose job is running now, for shutdown to signal. */
+  readonly running: Set<Execution>;
+  /** How long an acquire, an extend or a release may take before the guard gives up on it. */
+  readonly statementTimeoutMs: number;
+  /** Whether the guard is shutting down: a job that starts now is told to stop at once. */
+  isStopping(): boolean;
+}
+
+/** An execution that holds its job's lock, between `acquireLock` and `releaseLock`. */
+export interface HeldLock {
+  readonly job: ResolvedJob;
+  readonly request: AcquireRequest;
+  /** performance.now() just before the acquire was sent: where the job's deadline counts from. */
+  readonly acquireSentAt: number;
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,62 @@
+import { EventEmitter } from 'node:events';
+import type { GuardError } from './errors.js';
+import type { Logger } from './logger.js';
+import type { SkipReason } from './run-result.js';
+
+/** What each guard event carries. `runId` is the execution's token, the `id` of its history row. */
+export interface GuardEventMap {
+  /** An execution took its job's lock. */
+  acquired: [{ job: string; runId: string; slot: Date | null }];
+  /** An execution did not run: `locked`, `slot-done`, or `error` (with the error). */
+  skipped: [{ job: string; slot: Date | null; reason: SkipReason; error?: GuardError }];
+  /** A job returned. */
+  succeeded: [{ job: string; runId: string; durationMs: number }];
+  /** A job threw (its own error, which `run` also rejects with). */
+  failed: [{ job: string; runId: string; durationMs: number; error: unknown }];
+  /** The lock was given back (`released: false`: it had been lost, see `lock-lost`). */
+  released: [{ job: string; runId: string; released: boolean }];
+  /** The lock was found taken by another execution, at an extend or at the release. */
+  'lock-lost': [{ job: string; runId: string; during: 'extend' | 'release' }];
+  /** A job ran past its lock's expiry: another execution may have overlapped it. */
+  overran: [{ job: string; runId: string; durationMs: number; lockAtMostForMs: number }];
+  /** A database failure of the guard itself (acquire, extend, release, history). */
+  error: [{ job?: string; error: GuardError }];
+}
+
+export type GuardEventName = keyof GuardEventMap;
+
+/**
+ * The guard's events. Emitting never throws into the guard: with no listener nothing is built or
+ * sent (Node would throw on an unheard 'error'), and a listener that throws is logged.
+ */
+export class GuardEvents {
+  // Untyped inside: the public methods above carry the types.
+  readonly #emitter = new EventEmitter();
+  readonly #logger: Logger;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  on<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): void {
+    this.#emitter.on(event, listener as (...args: unknown[]) => void);
+  }
+
+  off<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): void {
+    this.#emitter.off(event, listener as (...args: unknown[]) => void);
+  }
+
+  /** Whether anyone listens: lets the hot path skip building a payload nobody reads. */
+  has(event: GuardEventName): boolean {
+    return this.#emitter.listenerCount(event) > 0;
+  }
+
+  emit<E extends GuardEventName>(event: E, ...payload: GuardEventMap[E]): void {
+    if (!this.has(event)) return;
+    try {
+      this.#emitter.emit(event, ...payload);
+    } catch (error) {
+      this.#logger.error(`A "${event}" listener threw: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RunOutcome } from './dialect.js';
+import { messageOf, type ExecuteEnvironment, type HeldLock } from './environment.js';
+import { GuardError } from './errors.js';
+import { TIMED_OUT, withTimeout } from './timeout.js';
+
+export const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });
+
+/** Waits between release attempts after a failure: 200 ms, 800 ms, 3.2 s. */
+const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
+
+/**
+ * Gives the lock up and finishes the run's history row. Never rejects. A release that matches no
+ * row means the lock was lost (a warning and a `lock-lost` event); a run that outlived its lock
+ * is `overran` (a warning and an event). A failed release is retried with backoff while the lock
+ * is still ours (`lockExpiresAt`, on the monotonic clock), then reported; the lock then expires by
+ * itself at lockAtMostFor.
+ */
+export async function releaseLock(
+  environment: ExecuteEnvironment,
+  held: HeldLock,
+  outcome: RunOutcome,
+  lockExpiresAt: number,
+): Promise<void> {
+  const { job } = held;
+  const runId = held.request.token;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      const released = await withTimeout(environment.store.release(job, runId, outcome), environment.statementTimeoutMs);
+      if (released === TIMED_OUT) {
+        // Not retried: the statement may still apply, and a second one would then match nothing.
+        report(environment, held, `took over ${environment.statementTimeoutMs} ms; if it never completes, the lock expires at lockAtMostFor`);
+        return;
+      }
+      environment.events.emit('released', { job: job.name, runId, released });
+      // After a failed attempt, a release that matches nothing may mean the earlier one got through.
+      if (!released && attempt === 0) lost(environment, held);
+      else if (performance.now() > lockExpiresAt) overran(environment, held);
+      return;
+    } catch (cause) {
+      const backoff = RELEASE_BACKOFF_MS[attempt];
+      if (backoff === undefined || performance.now() + backoff >= lockExpiresAt) {
+        report(environment, held, `failed; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
+        return;
+      }
+      await sleep(backoff);
+    }
+  }
+}
+
+function lost(environment: ExecuteEnvironment, held: HeldLock): void {
+  const { job } = held;
+  environment.logger.warn(
+    `Job "${job.name}" outlived its lock: lockAtMostFor (${job.lockAtMostForMs} ms) passed and another ` +
+      'execution took the lock before this one released it, so the two may have overlapped. ' +
+      "The other holder's lock was left alone. Raise lockAtMostFor above the job's longest run, or use keepAlive.",
+  );
+  environment.events.emit('lock-lost', { job: job.name, runId: held.request.token, during: 'release' });
+  overran(environment, held, false);
+}
+
+function overran(environment: ExecuteEnvironment, held: HeldLock, warn = true): void {
+  const { job } = held;
+  const durationMs = Math.round(performance.now() - held.acquireSentAt);
+  if (warn) {
+    environment.logger.warn(
+      `Job "${job.name}" overran its lock: it ran ${durationMs} ms, past its lock's expiry (lockAtMostFor ${job.lockAtMostForMs} ms); ` +
+        'another replica could have started it meanwhile.',
+    );
+  }
+  environment.events.emit('overran', { job: job.name, runId: held.request.token, durationMs, lockAtMostForMs: job.lockAtMostForMs });
+}
+
+function report(environment: ExecuteEnvironment, held: HeldLock, what: string, cause?: unknown): void {
+  const { job } = held;
+  const error = new GuardError('RELEASE_FAILED', `Releasing the lock of job "${job.name}" ${what}`, { cause, job: job.name });
+  environment.logger.error(error.message);
+  environment.events.emit('error', { job: job.name, error });
+}
