@@ -9,6 +9,7 @@ import { createLockReader, type LockRecord } from '../history/locks.js';
 import { createPruner } from '../history/prune.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../node-cron/schedule.js';
+import { reportToOpenTelemetry } from '../telemetry/opentelemetry.js';
 import type { DialectName } from './dialect.js';
 import { parseDuration, type DurationInput } from './duration.js';
 import { GuardError } from './errors.js';
@@ -68,6 +69,7 @@ export class Guard {
       statementTimeoutMs: resolved.acquireTimeoutMs,
       isStopping: () => this.#closed,
     };
+    if (resolved.telemetry) reportToOpenTelemetry(this.#environment.events);
     this.#readHistory = createHistoryReader(opened.db, dialect, tables);
     this.#lockReader = createLockReader(opened.db, dialect, tables);
     this.#prune = createPruner(opened.db, dialect, tables);

@@ -25,6 +25,8 @@ export interface GuardOptions {
   historyRetention?: DurationInput;
   /** The longest an acquire (or a release) may take; a slower acquire skips the run with `ACQUIRE_TIMEOUT` rather than piling up. @default '5s' */
   acquireTimeout?: DurationInput;
+  /** Reports spans and metrics to OpenTelemetry when `@opentelemetry/api` is installed. @default true */
+  telemetry?: boolean;
 }
 
 /** Guard options after validation. */
@@ -37,6 +39,7 @@ export interface ResolvedGuardOptions {
   readonly recordSkips: boolean;
   readonly retentionMs: number | undefined;
   readonly acquireTimeoutMs: number;
+  readonly telemetry: boolean;
   readonly defaults: ResolvedDefaults;
 }
 
@@ -72,9 +75,11 @@ export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions
     option: 'acquireTimeout',
     job: undefined,
   });
+  const telemetry = options.telemetry === undefined ? true : options.telemetry;
+  if (typeof telemetry !== 'boolean') throw new TypeError(`Expected \`telemetry\` to be a boolean, got ${describeValue(telemetry)}`);
   const defaults = resolveDefaults(options.defaults);
   const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
   const dialect = dialectOf(database);
   const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
-  return { database, dialect, tables, lockedBy, logger, recordSkips, retentionMs, acquireTimeoutMs, defaults };
+  return { database, dialect, tables, lockedBy, logger, recordSkips, retentionMs, acquireTimeoutMs, telemetry, defaults };
 }
