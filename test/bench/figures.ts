@@ -1,0 +1,124 @@
+// The figures of BENCHMARKS.md for one dialect. Each returns rows for its table.
+import { randomUUID } from 'node:crypto';
+import { CompiledQuery } from 'kysely';
+import { createGuard, type Guard } from '../../src/index.js';
+import type { BenchDriver } from './drivers.js';
+import { interleaved, series, type Summary } from './measure.js';
+import { createReferenceLock } from './reference.js';
+
+export interface Figure {
+  readonly title: string;
+  readonly rows: Record<string, string | number | boolean | Summary>[];
+}
+
+const quiet = { warn: () => undefined, error: () => undefined };
+const noop = (): undefined => undefined;
+
+export interface DialectFigures {
+  floorSelect: Summary;
+  floorUpdate: Summary;
+  win: { guard: Summary; floor: Summary; ratio: number; statements: number };
+  lose: { guard: Summary; select: Summary; ratio: number; walBytesPerAttempt: number | null };
+  reference: { win: { guard: Summary; reference: Summary; ratio: number }; lose: { guard: Summary; reference: Summary; ratio: number } };
+  overhead: { guard: Summary; direct: Summary; ratio: number };
+}
+
+export async function measureDialect(driver: BenchDriver, iterations: number): Promise<DialectFigures> {
+  const guard = createGuard({ database: driver.kysely, tablePrefix: 'bench_', logger: quiet, telemetry: false });
+  await guard.migrate();
+  const placeholder = (n: number): string => (driver.dialect === 'postgres' ? `$${n}` : '?');
+  await driver.raw('CREATE TABLE IF NOT EXISTS bench_floor (id integer PRIMARY KEY, n integer NOT NULL)');
+  await driver.raw(`DELETE FROM bench_floor`);
+  await driver.raw(`INSERT INTO bench_floor (id, n) VALUES (1, 0)`);
+  const select1 = () => driver.raw('SELECT 1');
+  const update1 = () => driver.raw(`UPDATE bench_floor SET n = n + 1 WHERE id = ${placeholder(1)}`, [1]);
+
+  // 1. The floor.
+  const floorSelect = await series(iterations, select1);
+  const floorUpdate = await series(iterations, update1);
+
+  // 2. The win path, against as many raw single-row updates as the win sends statements.
+  const winJob = { name: 'win', lockAtMostFor: '1m' };
+  driver.takeLog();
+  await guard.run(winJob, noop);
+  const statements = driver.takeLog().length;
+  const updates = async () => {
+    for (let i = 0; i < statements; i += 1) await update1();
+  };
+  const win = await interleaved(iterations, () => guard.run(winJob, noop), updates);
+
+  // 3. The loser path: a holder keeps the lock; the contender loses every time.
+  const holder = createGuard({ database: driver.kysely, tablePrefix: 'bench_', logger: quiet, telemetry: false });
+  await holder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, noop);
+  const loseJob = { name: 'held', lockAtMostFor: '1m' };
+  const lose = await interleaved(iterations, () => guard.run(loseJob, noop), select1);
+  const walBytesPerAttempt = driver.dialect === 'postgres' ? await walPerAttempt(driver, guard, loseJob, iterations) : null;
+
+  // 4. ShedLock's algorithm through the same driver.
+  const reference = await createReferenceLock(driver);
+  const referenceWin = async () => {
+    if (await reference.acquire('win', 'bench')) await reference.release('win', 'bench');
+  };
+  await reference.acquire('held', 'holder');
+  const referenceWinSeries = await interleaved(iterations, () => guard.run(winJob, noop), referenceWin);
+  const referenceLose = await interleaved(iterations, () => guard.run(loseJob, noop), () => reference.acquire('held', 'bench'));
+
+  // 6. Library overhead: the same SQL text, replayed straight through the driver.
+  driver.takeLog();
+  await guard.run(winJob, noop);
+  const replay = driver.takeLog();
+  const token = replay.flatMap((query) => query.parameters).find((value) => typeof value === 'string' && /^[0-9a-f-]{36}$/.test(value));
+  const direct = async () => {
+    const fresh = randomUUID();
+    for (const query of replay) await driver.raw(query.sql, query.parameters.map((value) => (value === token ? fresh : value)));
+  };
+  const overhead = await interleaved(iterations, () => guard.run(winJob, noop), direct);
+
+  await holder.close();
+  await guard.close();
+  return {
+    floorSelect,
+    floorUpdate,
+    win: { guard: win.a, floor: win.b, ratio: win.ratio, statements },
+    lose: { guard: lose.a, select: lose.b, ratio: lose.ratio, walBytesPerAttempt },
+    reference: {
+      win: { guard: referenceWinSeries.a, reference: referenceWinSeries.b, ratio: referenceWinSeries.ratio },
+      lose: { guard: referenceLose.a, reference: referenceLose.b, ratio: referenceLose.ratio },
+    },
+    overhead: { guard: overhead.a, direct: overhead.b, ratio: overhead.ratio },
+  };
+}
+
+/** WAL bytes PostgreSQL inserts per losing attempt (the insert position, not the write position). */
+async function walPerAttempt(driver: BenchDriver, guard: Guard, job: { name: string; lockAtMostFor: string }, attempts: number): Promise<number> {
+  const lsn = async (): Promise<string> => {
+    const result = (await driver.kysely.executeQuery(CompiledQuery.raw('SELECT pg_current_wal_insert_lsn()::text AS lsn'))) as {
+      rows: { lsn: string }[];
+    };
+    return result.rows[0]?.lsn ?? '0/0';
+  };
+  const before = await lsn();
+  for (let i = 0; i < attempts; i += 1) await guard.run(job, noop);
+  const after = await lsn();
+  const diff = (await driver.kysely.executeQuery(CompiledQuery.raw('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes', [after, before]))) as {
+    rows: { bytes: string }[];
+  };
+  return Number(diff.rows[0]?.bytes ?? Number.NaN) / attempts;
+}
+
+/** RSS growth of a guard on SQLite between `small` and `large` executions (figure 8). */
+export async function memoryGrowth(url: string, small: number, large: number): Promise<{ smallMb: number; largeMb: number; growthMb: number }> {
+  const guard = createGuard({ database: url, tablePrefix: 'memory_', logger: quiet, telemetry: false });
+  await guard.migrate();
+  const job = { name: 'memory', lockAtMostFor: '1m' };
+  const rss = (): number => {
+    globalThis.gc?.();
+    return process.memoryUsage().rss / 1_048_576;
+  };
+  for (let i = 0; i < small; i += 1) await guard.run(job, noop);
+  const smallMb = rss();
+  for (let i = small; i < large; i += 1) await guard.run(job, noop);
+  const largeMb = rss();
+  await guard.close();
+  return { smallMb, largeMb, growthMb: largeMb - smallMb };
+}
