@@ -29,6 +29,8 @@ export interface OpenedDatabase {
   readonly dialect: Dialect;
   /** Whether the guard opened it, and so ends it on close. */
   readonly owned: boolean;
+  /** The driver's own pool or database under `db`, when known (not for a Kysely passed in). */
+  readonly native: unknown;
 }
 
 /** The dialect of a `database` option, without connecting; a `TypeError` for anything unusable. */
@@ -51,11 +53,11 @@ export function dialectOf(input: DatabaseInput): Dialect {
  * wraps the handle the user passed in. `dialect` is `dialectOf(input)`.
  */
 export function openDatabase(input: DatabaseInput, dialect: Dialect, logger: Logger): OpenedDatabase {
-  if (typeof input === 'string') return { db: dialect.open(input, logger), dialect, owned: true };
-  if (isKysely(input)) return { db: input as unknown as Kysely<unknown>, dialect, owned: false };
-  if (isPostgresPool(input)) return { db: adoptPostgresPool(input), dialect, owned: false };
-  if (isMysqlPool(input)) return { db: adoptMysqlPool(input), dialect, owned: false };
-  return { db: adoptSqliteDatabase(input), dialect, owned: false };
+  if (typeof input === 'string') return { ...dialect.open(input, logger), dialect, owned: true };
+  if (isKysely(input)) return { db: input as unknown as Kysely<unknown>, dialect, owned: false, native: undefined };
+  if (isPostgresPool(input)) return { db: adoptPostgresPool(input), dialect, owned: false, native: input };
+  if (isMysqlPool(input)) return { db: adoptMysqlPool(input), dialect, owned: false, native: input };
+  return { db: adoptSqliteDatabase(input), dialect, owned: false, native: input };
 }
 
 /** The dialect a URL names, or a `TypeError`. */

@@ -59,7 +59,7 @@ export class Guard {
     this.#db = opened.db;
     this.#owned = opened.owned;
     this.#environment = {
-      store: dialect.createLockStore(opened.db, tables),
+      store: dialect.createLockStore(opened.db, tables, resolved.preparedStatements ? opened.native : undefined),
       dialect,
       lockedBy: resolved.lockedBy,
       logger: resolved.logger,

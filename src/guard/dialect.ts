@@ -102,9 +102,14 @@ export interface Dialect {
   /** Appended to CREATE TABLE (engine, character set, WITHOUT ROWID), or empty. */
   readonly createTableSuffix: string;
   readonly reads: ReadSql;
-  createLockStore(db: Kysely<unknown>, tables: TableNames): LockStore;
+  /**
+   * The dialect's lock statements. `native` is the driver's own pool when the guard has it (a URL,
+   * or a pool passed in), for what Kysely does not offer (PostgreSQL's named prepared statements);
+   * undefined for a Kysely instance passed in.
+   */
+  createLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore;
   /** True for the driver's "no such table" error, so that the message can say to migrate. */
   isMissingTable(error: unknown): boolean;
-  /** Opens a pool the guard owns (and ends on close) from a URL. */
-  open(url: string, logger: Logger): Kysely<unknown>;
+  /** Opens a pool the guard owns (and ends on close) from a URL; `native` is the driver's pool. */
+  open(url: string, logger: Logger): { db: Kysely<unknown>; native: unknown };
 }

@@ -27,6 +27,8 @@ export interface GuardOptions {
   acquireTimeout?: DurationInput;
   /** Reports spans and metrics to OpenTelemetry when `@opentelemetry/api` is installed. @default true */
   telemetry?: boolean;
+  /** PostgreSQL: send the lock statements as named prepared statements (turn off behind PgBouncer < 1.21 in transaction mode). @default true */
+  preparedStatements?: boolean;
 }
 
 /** Guard options after validation. */
@@ -40,6 +42,7 @@ export interface ResolvedGuardOptions {
   readonly retentionMs: number | undefined;
   readonly acquireTimeoutMs: number;
   readonly telemetry: boolean;
+  readonly preparedStatements: boolean;
   readonly defaults: ResolvedDefaults;
 }
 
@@ -77,9 +80,13 @@ export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions
   });
   const telemetry = options.telemetry === undefined ? true : options.telemetry;
   if (typeof telemetry !== 'boolean') throw new TypeError(`Expected \`telemetry\` to be a boolean, got ${describeValue(telemetry)}`);
+  const preparedStatements = options.preparedStatements === undefined ? true : options.preparedStatements;
+  if (typeof preparedStatements !== 'boolean') {
+    throw new TypeError(`Expected \`preparedStatements\` to be a boolean, got ${describeValue(preparedStatements)}`);
+  }
   const defaults = resolveDefaults(options.defaults);
   const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
   const dialect = dialectOf(database);
   const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
-  return { database, dialect, tables, lockedBy, logger, recordSkips, retentionMs, acquireTimeoutMs, telemetry, defaults };
+  return { database, dialect, tables, lockedBy, logger, recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults };
 }

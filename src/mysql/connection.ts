@@ -25,7 +25,7 @@ function isCallbackPool(value: unknown): boolean {
 }
 
 /** A pool the guard owns, from a `mysql://` URL. */
-export function openMysql(url: string, logger: Logger): Kysely<unknown> {
+export function openMysql(url: string, logger: Logger): { db: Kysely<unknown>; native: unknown } {
   const pool = createPool({
     uri: url,
     connectionLimit: 10,
@@ -38,7 +38,7 @@ export function openMysql(url: string, logger: Logger): Kysely<unknown> {
   pool.on('connection', (connection) => {
     connection.on('error', (error: Error) => logger.error(`MySQL connection error: ${error.message}`));
   });
-  return new Kysely<unknown>({ dialect: new MysqlDialect({ pool: pool as unknown as MysqlPool }) });
+  return { db: new Kysely<unknown>({ dialect: new MysqlDialect({ pool: pool as unknown as MysqlPool }) }), native: pool };
 }
 
 /** Wraps the user's pool; the guard never ends it. A promise pool is unwrapped to its callback pool. */

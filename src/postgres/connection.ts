@@ -16,7 +16,7 @@ export function isPostgresPool(value: object): value is PostgresPoolLike {
 }
 
 /** A pool the guard owns, from a `postgres://` URL. */
-export function openPostgres(url: string, logger: Logger): Kysely<unknown> {
+export function openPostgres(url: string, logger: Logger): { db: Kysely<unknown>; native: pg.Pool } {
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
@@ -26,7 +26,7 @@ export function openPostgres(url: string, logger: Logger): Kysely<unknown> {
   });
   // An idle client that loses its server emits 'error' on the pool; unheard, it crashes the process.
   pool.on('error', (error) => logger.error(`PostgreSQL pool error: ${error.message}`));
-  return new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+  return { db: new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) }), native: pool };
 }
 
 /** Wraps the user's pool; the guard never ends it. */

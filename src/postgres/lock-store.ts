@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { CompiledQuery, type Kysely } from 'kysely';
+import { isPostgresPool } from './connection.js';
 import { quotedTable } from '../database/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
@@ -7,7 +9,8 @@ import type { ResolvedJob } from '../guard/job-options.js';
  * The PostgreSQL lock statements, built once per guard. A win costs two statements in all: one
  * acquires and starts the run's history row, one releases and finishes it.
  */
-export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames): LockStore {
+export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore {
+  const query = statementRunner(db, native);
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
   const lockUntil = `now() + $2::double precision * interval '1 millisecond'`;
@@ -91,23 +94,41 @@ VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
 
   return {
     async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
-      const result = await db.executeQuery<{ outcome: AcquireOutcome }>(
-        CompiledQuery.raw(acquireSql, [job.name, job.lockAtMostForMs, lockedBy, token, slot]),
-      );
-      return result.rows[0]?.outcome ?? 'locked';
+      const rows = await query<{ outcome: AcquireOutcome }>(acquireSql, [job.name, job.lockAtMostForMs, lockedBy, token, slot]);
+      return rows[0]?.outcome ?? 'locked';
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
-      const result = await db.executeQuery<{ released: number }>(
-        CompiledQuery.raw(releaseSql, [job.name, job.lockAtLeastForMs, token, outcome.status, outcome.error]),
-      );
-      return result.rows[0]?.released === 1;
+      const rows = await query<{ released: number }>(releaseSql, [job.name, job.lockAtLeastForMs, token, outcome.status, outcome.error]);
+      return rows[0]?.released === 1;
     },
     async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
-      const result = await db.executeQuery<{ extended: number }>(CompiledQuery.raw(extendSql, [job.name, durationMs, token]));
-      return result.rows[0]?.extended === 1;
+      const rows = await query<{ extended: number }>(extendSql, [job.name, durationMs, token]);
+      return rows[0]?.extended === 1;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
-      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs, slot]));
+      await query(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs, slot]);
     },
   };
+}
+
+/**
+ * Runs a lock statement. Through node-postgres's own pool when the guard has it, as a named
+ * prepared statement: each connection parses and plans the statement once, and then only binds
+ * and executes it (the acquire is a five-part statement whose planning would otherwise dominate a
+ * losing attempt). Through Kysely otherwise (a Kysely instance passed in).
+ */
+function statementRunner(db: Kysely<unknown>, native: unknown): <Row>(text: string, values: unknown[]) => Promise<Row[]> {
+  if (typeof native === 'object' && native !== null && isPostgresPool(native)) {
+    const pool = native as unknown as { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }> };
+    const names = new Map<string, string>();
+    return async <Row>(text: string, values: unknown[]) => {
+      let name = names.get(text);
+      if (name === undefined) {
+        name = `cronguard_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+        names.set(text, name);
+      }
+      return (await pool.query({ name, text, values })).rows as Row[];
+    };
+  }
+  return async <Row>(text: string, values: unknown[]) => (await db.executeQuery<Row>(CompiledQuery.raw(text, values))).rows as Row[];
 }

@@ -23,7 +23,7 @@ export function sqlitePath(url: string): string {
  * A database the guard owns, from a `sqlite:` URL. Opened at the first statement, like a server
  * pool connects: a guard that is never used creates no file and holds no handle.
  */
-export function openSqlite(url: string): Kysely<unknown> {
+export function openSqlite(url: string): { db: Kysely<unknown>; native: undefined } {
   const path = sqlitePath(url);
   const open = (): Promise<SqliteDatabase> => {
     // better-sqlite3's default `timeout` (5 s) is the busy timeout: a writer in another process
@@ -35,7 +35,7 @@ export function openSqlite(url: string): Kysely<unknown> {
     database.pragma('synchronous = NORMAL');
     return Promise.resolve(database as unknown as SqliteDatabase);
   };
-  return new Kysely<unknown>({ dialect: new SqliteDialect({ database: open }) });
+  return { db: new Kysely<unknown>({ dialect: new SqliteDialect({ database: open }) }), native: undefined };
 }
 
 /** Wraps the user's database; the guard never closes it. */

@@ -4,14 +4,22 @@ import Database from 'better-sqlite3';
 import { CompiledQuery, Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely';
 import { createPool, type Pool as MysqlPool } from 'mysql2';
 import pg from 'pg';
-import type { DialectName } from '../../src/index.js';
+import { createHash } from 'node:crypto';
+import type { DatabaseInput, DialectName } from '../../src/index.js';
 
 export interface BenchDriver {
   readonly dialect: DialectName;
-  /** What the guard is given: a Kysely over the pool below, with a log of every statement. */
+  /** A Kysely over the pool below, with a log of every statement. */
   readonly kysely: Kysely<unknown>;
+  /**
+   * What the guard is given, as an app would: the driver's pool (PostgreSQL, logged, so that the
+   * guard's named prepared statements are seen), else the Kysely.
+   */
+  readonly guardDatabase: DatabaseInput;
   /** Executes SQL with the dialect's placeholders straight through the driver (no Kysely). */
   raw(sql: string, params?: unknown[]): Promise<unknown>;
+  /** As `raw`, as a named prepared statement where the driver has them (PostgreSQL). */
+  rawPrepared(sql: string, params: unknown[]): Promise<unknown>;
   /** The SQL the guard sent since the last call (text and parameters). */
   takeLog(): CompiledQuery[];
   close(): Promise<void>;
@@ -23,10 +31,29 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
   const takeLog = (): CompiledQuery[] => log.splice(0);
   if (dialect === 'postgres') {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
+    // The guard's lock statements go to pool.query({ name, text, values }): log them on the way.
+    const logged = new Proxy(pool, {
+      get(target, property) {
+        if (property === 'query') {
+          return (config: unknown, values?: unknown[]) => {
+            if (typeof config === 'object' && config !== null && 'text' in config) {
+              const { text, values: params } = config as { text: string; values: unknown[] };
+              log.push(CompiledQuery.raw(text, params));
+            }
+            return target.query(config as string, values);
+          };
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
     return {
       dialect,
       kysely: new Kysely<unknown>({ dialect: new PostgresDialect({ pool }), log: logQuery }),
+      guardDatabase: logged,
       raw: (sql, params = []) => pool.query(sql, params),
+      rawPrepared: (sql, params) =>
+        pool.query({ name: `replay_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, text: sql, values: params }),
       takeLog,
       close: () => pool.end(),
     };
@@ -34,10 +61,14 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
   if (dialect === 'mysql') {
     const pool: MysqlPool = createPool({ uri: url, connectionLimit: 10, timezone: 'Z' });
     const promisePool = pool.promise();
+    const kysely = new Kysely<unknown>({ dialect: new MysqlDialect({ pool }), log: logQuery });
+    const raw = (sql: string, params: unknown[] = []) => promisePool.query(sql, params);
     return {
       dialect,
-      kysely: new Kysely<unknown>({ dialect: new MysqlDialect({ pool }), log: logQuery }),
-      raw: (sql, params = []) => promisePool.query(sql, params),
+      kysely,
+      guardDatabase: kysely,
+      raw,
+      rawPrepared: raw,
       takeLog,
       close: () => promisePool.end(),
     };
@@ -47,17 +78,21 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
   database.pragma('synchronous = NORMAL');
   // better-sqlite3 prepares once and reuses: the floor a hand-written app would have.
   const prepared = new Map<string, Database.Statement>();
+  const raw = (sql: string, params: unknown[] = []) => {
+    let statement = prepared.get(sql);
+    if (statement === undefined) {
+      statement = database.prepare(sql);
+      prepared.set(sql, statement);
+    }
+    return Promise.resolve(statement.reader ? statement.all(...params) : statement.run(...params));
+  };
+  const kysely = new Kysely<unknown>({ dialect: new SqliteDialect({ database }), log: logQuery });
   return {
     dialect,
-    kysely: new Kysely<unknown>({ dialect: new SqliteDialect({ database }), log: logQuery }),
-    raw: (sql, params = []) => {
-      let statement = prepared.get(sql);
-      if (statement === undefined) {
-        statement = database.prepare(sql);
-        prepared.set(sql, statement);
-      }
-      return Promise.resolve(statement.reader ? statement.all(...params) : statement.run(...params));
-    },
+    kysely,
+    guardDatabase: kysely,
+    raw,
+    rawPrepared: raw,
     takeLog,
     close: () => Promise.resolve(void database.close()),
   };

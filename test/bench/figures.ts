@@ -24,7 +24,7 @@ export interface DialectFigures {
 }
 
 export async function measureDialect(driver: BenchDriver, iterations: number): Promise<DialectFigures> {
-  const guard = createGuard({ database: driver.kysely, tablePrefix: 'bench_', logger: quiet, telemetry: false });
+  const guard = createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false });
   await guard.migrate();
   const placeholder = (n: number): string => (driver.dialect === 'postgres' ? `$${n}` : '?');
   await driver.raw('CREATE TABLE IF NOT EXISTS bench_floor (id integer PRIMARY KEY, n integer NOT NULL)');
@@ -48,7 +48,7 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const win = await interleaved(iterations, () => guard.run(winJob, noop), updates);
 
   // 3. The loser path: a holder keeps the lock; the contender loses every time.
-  const holder = createGuard({ database: driver.kysely, tablePrefix: 'bench_', logger: quiet, telemetry: false });
+  const holder = createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false });
   await holder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, noop);
   const loseJob = { name: 'held', lockAtMostFor: '1m' };
   const lose = await interleaved(iterations, () => guard.run(loseJob, noop), select1);
@@ -70,7 +70,7 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const token = replay.flatMap((query) => query.parameters).find((value) => typeof value === 'string' && /^[0-9a-f-]{36}$/.test(value));
   const direct = async () => {
     const fresh = randomUUID();
-    for (const query of replay) await driver.raw(query.sql, query.parameters.map((value) => (value === token ? fresh : value)));
+    for (const query of replay) await driver.rawPrepared(query.sql, query.parameters.map((value) => (value === token ? fresh : value)));
   };
   const overhead = await interleaved(iterations, () => guard.run(winJob, noop), direct);
 
