@@ -10,15 +10,16 @@ describe.each(dialectTargets())('the job\'s safety tools on $name', (target) => 
     it('keep-alive keeps a job that runs 3× lockAtMostFor exclusive against a contender trying every 100 ms', async () => {
       const { guard, url, prefix } = await migratedGuard(target);
       const contender = guardOn(url, prefix).guard;
-      const job = { name: 'long', lockAtMostFor: 1_000, keepAlive: true };
+      // An extend every 500 ms keeps a 1.5 s lock: a second of slack for a loaded machine.
+      const job = { name: 'long', lockAtMostFor: 1_500, keepAlive: true };
       const long = guard.run(job, async (ctx) => {
-        await sleep(3_000);
+        await sleep(4_500);
         return ctx.signal.aborted;
       });
       await sleep(100);
       const attempts: string[] = [];
-      for (let i = 0; i < 28; i += 1) {
-        const result = await contender.run({ name: 'long', lockAtMostFor: 1_000 }, () => 'ran');
+      for (let i = 0; i < 40; i += 1) {
+        const result = await contender.run({ name: 'long', lockAtMostFor: 1_500 }, () => 'ran');
         attempts.push(result.executed ? 'ran' : result.reason);
         await sleep(100);
       }
@@ -26,7 +27,7 @@ describe.each(dialectTargets())('the job\'s safety tools on $name', (target) => 
       expect(attempts.filter((attempt) => attempt !== 'locked')).toEqual([]);
       const [run] = (await guard.history({ job: 'long', status: 'succeeded' })).runs;
       expect(run?.overran).toBe(false);
-      expect((run?.lockUntil?.getTime() ?? 0) - (run?.startedAt.getTime() ?? 0)).toBeGreaterThan(2_500);
+      expect((run?.lockUntil?.getTime() ?? 0) - (run?.startedAt.getTime() ?? 0)).toBeGreaterThan(4_000);
     });
 
     it('fires the signal before the lock expires for a job that ignores it, and records the overrun', async () => {
