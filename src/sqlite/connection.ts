@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
+import type { LazySqliteDatabase } from './statement-runner.js';
 
 /** Structural type of a better-sqlite3 `Database`, so that the public API does not need its types. */
 export interface SqliteDatabaseLike {
@@ -23,19 +24,26 @@ export function sqlitePath(url: string): string {
  * A database the guard owns, from a `sqlite:` URL. Opened at the first statement, like a server
  * pool connects: a guard that is never used creates no file and holds no handle.
  */
-export function openSqlite(url: string): { db: Kysely<unknown>; native: undefined } {
+export function openSqlite(url: string): { db: Kysely<unknown>; native: LazySqliteDatabase } {
   const path = sqlitePath(url);
-  const open = (): Promise<SqliteDatabase> => {
-    // better-sqlite3's default `timeout` (5 s) is the busy timeout: a writer in another process
-    // makes this one wait, not fail.
-    const database = new Database(path);
-    // WAL lets readers and the one writer proceed at once across processes; NORMAL sync is durable
-    // against a process crash, which is the failure a lock row has to survive.
-    database.pragma('journal_mode = WAL');
-    database.pragma('synchronous = NORMAL');
-    return Promise.resolve(database as unknown as SqliteDatabase);
+  let database: Database.Database | undefined;
+  const lazy: LazySqliteDatabase = {
+    get() {
+      if (database === undefined) {
+        // better-sqlite3's default `timeout` (5 s) is the busy timeout: a writer in another
+        // process makes this one wait, not fail.
+        database = new Database(path);
+        // WAL lets readers and the one writer proceed at once across processes; NORMAL sync is
+        // durable against a process crash, which is the failure a lock row has to survive.
+        database.pragma('journal_mode = WAL');
+        database.pragma('synchronous = NORMAL');
+      }
+      return database;
+    },
   };
-  return { db: new Kysely<unknown>({ dialect: new SqliteDialect({ database: open }) }), native: undefined };
+  // Kysely and the lock statements share the one connection.
+  const open = (): Promise<SqliteDatabase> => Promise.resolve(lazy.get() as unknown as SqliteDatabase);
+  return { db: new Kysely<unknown>({ dialect: new SqliteDialect({ database: open }) }), native: lazy };
 }
 
 /** Wraps the user's database; the guard never closes it. */

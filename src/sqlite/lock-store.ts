@@ -2,6 +2,9 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import { quotedTable } from '../database/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
+import type Database from 'better-sqlite3';
+import { isSqliteDatabase } from './connection.js';
+import { kyselyRunner, nativeRunner, type LazySqliteDatabase, type SqliteRunner } from './statement-runner.js';
 
 /** UTC with milliseconds and a fixed width, so that text order is time order. */
 const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
@@ -11,7 +14,6 @@ function plusSeconds(ms: number): string {
   return `+${ms / 1_000} seconds`;
 }
 
-type Statement = CompiledQuery;
 
 /**
  * The SQLite lock statements, built once per guard. An acquire and a release are each one short
@@ -19,7 +21,7 @@ type Statement = CompiledQuery;
  * a deferred transaction that reads and then writes fails with SQLITE_BUSY_SNAPSHOT, without
  * waiting, when another process wrote in between.
  */
-export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames): LockStore {
+export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore {
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
 
@@ -65,28 +67,8 @@ RETURNING lock_until`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
 
-  const begin = CompiledQuery.raw('BEGIN IMMEDIATE');
-  const commit = CompiledQuery.raw('COMMIT');
-  const rollback = CompiledQuery.raw('ROLLBACK');
-
-  /** Runs `work` in one immediate transaction on the guard's connection. */
-  function transaction<T>(work: (run: (statement: Statement) => Promise<{ rows: unknown[]; changes: number }>) => Promise<T>): Promise<T> {
-    return db.connection().execute(async (connection) => {
-      const run = async (statement: Statement) => {
-        const result = await connection.executeQuery(statement);
-        return { rows: result.rows as unknown[], changes: Number(result.numAffectedRows ?? 0n) };
-      };
-      await run(begin);
-      try {
-        const value = await work(run);
-        await run(commit);
-        return value;
-      } catch (error) {
-        await run(rollback).catch(() => undefined);
-        throw error;
-      }
-    });
-  }
+  const runner = runnerFor(db, native);
+  const transaction = runner.transaction;
 
   return {
     acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
@@ -126,9 +108,21 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
       });
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
-      await db.executeQuery(
+      await runner.execute(
         CompiledQuery.raw(skipSql, [token, job.name, slot === null ? null : slot.toISOString(), lockedBy, job.lockAtMostForMs]),
       );
     },
   };
+}
+
+/**
+ * better-sqlite3 directly when the guard has the database (a URL, or a `Database` passed in), with
+ * statements prepared once; Kysely's connection for a Kysely instance passed in.
+ */
+function runnerFor(db: Kysely<unknown>, native: unknown): SqliteRunner {
+  if (typeof native === 'object' && native !== null) {
+    if ('get' in native && typeof native.get === 'function') return nativeRunner(() => (native as LazySqliteDatabase).get());
+    if (isSqliteDatabase(native)) return nativeRunner(() => native as unknown as Database.Database);
+  }
+  return kyselyRunner(db);
 }

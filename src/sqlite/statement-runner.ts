@@ -1,0 +1,83 @@
+import type Database from 'better-sqlite3';
+import { CompiledQuery, type Kysely } from 'kysely';
+
+/** What a statement returned: its rows (RETURNING, SELECT) and the rows it changed. */
+export interface StatementResult {
+  readonly rows: unknown[];
+  readonly changes: number;
+}
+
+export type RunStatement = (statement: CompiledQuery) => Promise<StatementResult>;
+
+/** How the SQLite lock statements reach the database. */
+export interface SqliteRunner {
+  /** Runs `work` in one BEGIN IMMEDIATE transaction, rolled back if it throws. */
+  transaction<T>(work: (run: RunStatement) => Promise<T>): Promise<T>;
+  /** One statement in autocommit. */
+  execute: RunStatement;
+}
+
+/** A database the guard opened from a URL, opened at the first statement. */
+export interface LazySqliteDatabase {
+  get(): Database.Database;
+}
+
+/**
+ * Straight through better-sqlite3, each statement prepared once and reused. Kysely's driver
+ * prepares every statement on every call: on the hot path that was most of the time, and native
+ * memory grew with every prepared-and-dropped statement. Transactions are queued, so that two
+ * executions of this guard never interleave on the one connection.
+ */
+export function nativeRunner(database: () => Database.Database): SqliteRunner {
+  const statements = new Map<string, Database.Statement>();
+  const execute: RunStatement = (query) => {
+    const db = database();
+    let statement = statements.get(query.sql);
+    if (statement === undefined) {
+      statement = db.prepare(query.sql);
+      statements.set(query.sql, statement);
+    }
+    const parameters = query.parameters as unknown[];
+    if (statement.reader) return Promise.resolve({ rows: statement.all(...parameters), changes: 0 });
+    return Promise.resolve({ rows: [], changes: statement.run(...parameters).changes });
+  };
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    execute,
+    transaction<T>(work: (run: RunStatement) => Promise<T>): Promise<T> {
+      const result = queue.then(() => inTransaction(execute, work));
+      queue = result.catch(() => undefined);
+      return result;
+    },
+  };
+}
+
+/** Through Kysely's connection (a Kysely instance passed in): its mutex keeps the transaction whole. */
+export function kyselyRunner(db: Kysely<unknown>): SqliteRunner {
+  const runOn =
+    (executor: Pick<Kysely<unknown>, 'executeQuery'>): RunStatement =>
+    async (statement) => {
+      const result = await executor.executeQuery(statement);
+      return { rows: result.rows as unknown[], changes: Number(result.numAffectedRows ?? 0n) };
+    };
+  return {
+    execute: runOn(db),
+    transaction: (work) => db.connection().execute((connection) => inTransaction(runOn(connection), work)),
+  };
+}
+
+async function inTransaction<T>(run: RunStatement, work: (run: RunStatement) => Promise<T>): Promise<T> {
+  await run(BEGIN);
+  try {
+    const value = await work(run);
+    await run(COMMIT);
+    return value;
+  } catch (error) {
+    await run(ROLLBACK).catch(() => undefined);
+    throw error;
+  }
+}
+
+const BEGIN = CompiledQuery.raw('BEGIN IMMEDIATE');
+const COMMIT = CompiledQuery.raw('COMMIT');
+const ROLLBACK = CompiledQuery.raw('ROLLBACK');
