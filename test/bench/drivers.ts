@@ -87,10 +87,32 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
     return Promise.resolve(statement.reader ? statement.all(...params) : statement.run(...params));
   };
   const kysely = new Kysely<unknown>({ dialect: new SqliteDialect({ database }), log: logQuery });
+  // The guard's lock statements go straight to better-sqlite3: log each execution on the way.
+  const logged = new Proxy(database, {
+    get(target, property) {
+      if (property === 'prepare') {
+        return (sql: string) => {
+          const statement = target.prepare(sql);
+          return new Proxy(statement, {
+            get(inner, name) {
+              const value: unknown = Reflect.get(inner, name, inner);
+              if (name !== 'run' && name !== 'all' && name !== 'get') return typeof value === 'function' ? (value as () => unknown).bind(inner) : value;
+              return (...params: unknown[]) => {
+                log.push(CompiledQuery.raw(sql, params));
+                return (value as (...args: unknown[]) => unknown).apply(inner, params);
+              };
+            },
+          });
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
   return {
     dialect,
     kysely,
-    guardDatabase: kysely,
+    guardDatabase: logged,
     raw,
     rawPrepared: raw,
     takeLog,
