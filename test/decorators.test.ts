@@ -74,7 +74,7 @@ describe.each(modes)('$mode decorators, compiled by tsc and run by plain node', 
   });
 
   it('reports every field the test checks, and no other', () => {
-    const keys = ['mode', 'decoratorArgumentCounts', 'compute', 'cleanup', 'methodNames', 'standalone', 'badOptions', 'logged'];
+    const keys = ['mode', 'decoratorArgumentCounts', 'compute', 'cleanup', 'context', 'methodNames', 'standalone', 'badOptions', 'logged'];
     if (mode === 'legacy') keys.push('declaredNumber');
     expect(Object.keys(theReport()).sort()).toEqual(keys.sort());
   });
@@ -101,6 +101,14 @@ describe.each(modes)('$mode decorators, compiled by tsc and run by plain node', 
         { type: 'undefined', value: null },
       ],
       runs: 2,
+    });
+  });
+
+  it('gives a decorated method its context through currentExecution(); assertLocked() throws outside', () => {
+    expect(theReport()['context']).toEqual({
+      inside: { type: 'string', value: 'reports.context reports.context false' },
+      outsideCurrent: true,
+      outsideAssert: 'NOT_LOCKED',
     });
   });
 

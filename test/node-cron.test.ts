@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createGuard } from '../src/index.js';
-import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { startWorker, type Worker } from './support/processes.js';
 
@@ -19,12 +19,20 @@ interface ReplicaSpec {
   lateMs?: number;
 }
 
-async function startReplicas(url: string, prefix: string, specs: ReplicaSpec[], runForMs: number): Promise<Worker<ReplicaMessage>[]> {
+/** Fresh tables on the target's database, and replicas running on them once all are ready. */
+async function startReplicas(
+  target: DialectTarget,
+  specs: ReplicaSpec[],
+  runForMs: number,
+): Promise<{ url: string; prefix: string; replicas: Worker<ReplicaMessage>[] }> {
+  const url = databaseUrl(target);
+  const prefix = uniquePrefix();
+  await guardOn(url, prefix).guard.migrate();
   const replicas = specs.map((spec) =>
     startWorker<ReplicaMessage>('cron-replica.ts', [url, prefix, spec.mode, String(spec.durationMs), String(spec.lateMs ?? 0), String(runForMs)]),
   );
   await Promise.all(replicas.map((replica) => replica.next('ready')));
-  return replicas;
+  return { url, prefix, replicas };
 }
 
 function runsOf(replicas: Worker<ReplicaMessage>[]): Ran[] {
@@ -63,12 +71,8 @@ describe('guard.schedule options', () => {
 describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
     it('runs each slot exactly once over 3 replicas, one of them late by more than the job lasts', async () => {
-      const url = databaseUrl(target);
-      const prefix = uniquePrefix();
-      await guardOn(url, prefix).guard.migrate();
-      const replicas = await startReplicas(
-        url,
-        prefix,
+      const { url, prefix, replicas } = await startReplicas(
+        target,
         [
           { mode: 'schedule', durationMs: 200 },
           { mode: 'schedule', durationMs: 200 },
@@ -92,12 +96,8 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
     }, 60_000);
 
     it('never runs a 2.5 s job on a 1 s schedule on two replicas at once, with a coordinator lagging 300 ms', async () => {
-      const url = databaseUrl(target);
-      const prefix = uniquePrefix();
-      await guardOn(url, prefix).guard.migrate();
-      const replicas = await startReplicas(
-        url,
-        prefix,
+      const { replicas } = await startReplicas(
+        target,
         [
           { mode: 'coordinator', durationMs: 2_500 },
           { mode: 'coordinator', durationMs: 2_500 },
@@ -115,12 +115,8 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
     }, 60_000);
 
     it('on SIGTERM finishes the run, releases, exits 0, and another replica runs the next slot on time', async () => {
-      const url = databaseUrl(target);
-      const prefix = uniquePrefix();
-      await guardOn(url, prefix).guard.migrate();
-      const replicas = await startReplicas(
-        url,
-        prefix,
+      const { url, prefix, replicas } = await startReplicas(
+        target,
         [
           { mode: 'schedule', durationMs: 1_500 },
           { mode: 'schedule', durationMs: 1_500 },
