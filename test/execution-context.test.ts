@@ -1,4 +1,5 @@
 // The job's context: currentExecution(), assertLocked(), and ctx.signal (deadline and shutdown).
+import Database from 'better-sqlite3';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,6 +74,46 @@ describe('the execution context', () => {
     expect(await running).toEqual({ executed: true, value: 'SHUTDOWN' });
     const after = await guard.run({ name: 'long', lockAtMostFor: '1m' }, () => 'late');
     expect(after).toMatchObject({ executed: false, reason: 'error', error: { code: 'GUARD_CLOSED' } });
+  });
+
+  it('keeps a running job\'s lock alive through shutdown: the signal aborts, keep-alive goes on', async () => {
+    const guard = await sqliteGuard();
+    const path = join(dir, `context-${counter}.sqlite`);
+    const other = createGuard({ database: `sqlite:${path}`, logger: recordingLogger() });
+    guards.push(other);
+    const running = guard.run({ name: 'draining', lockAtMostFor: 1_500, keepAlive: true }, async (ctx) => {
+      await sleep(2_500);
+      return (ctx.signal.reason as GuardError | undefined)?.code;
+    });
+    await sleep(100);
+    const stopping = guard.shutdown({ timeout: '10s' });
+    await sleep(1_800);
+    // Past the first lockAtMostFor, and the job still runs: another replica must still be refused.
+    expect(await other.run({ name: 'draining', lockAtMostFor: '1m' }, () => 'overlap')).toEqual({ executed: false, reason: 'locked' });
+    await stopping;
+    expect(await running).toEqual({ executed: true, value: 'SHUTDOWN' });
+  });
+
+  it('runs two guards on one better-sqlite3 Database without one transaction inside the other', async () => {
+    const database = new Database(join(dir, 'shared.sqlite'));
+    const first = createGuard({ database, tablePrefix: 'one_', logger: recordingLogger() });
+    const second = createGuard({ database, tablePrefix: 'two_', logger: recordingLogger() });
+    guards.push(first, second);
+    await first.migrate();
+    await second.migrate();
+    const results = await Promise.all([
+      first.run({ name: 'a', lockAtMostFor: '1m' }, () => sleep(5).then(() => 'one')),
+      second.run({ name: 'a', lockAtMostFor: '1m' }, () => sleep(5).then(() => 'two')),
+      first.run({ name: 'b', lockAtMostFor: '1m' }, () => 'one-b'),
+    ]);
+    expect(results).toEqual([
+      { executed: true, value: 'one' },
+      { executed: true, value: 'two' },
+      { executed: true, value: 'one-b' },
+    ]);
+    await first.close();
+    await second.close();
+    database.close();
   });
 
   it('close() during a run waits for it to release, so the lock is free for the next replica', async () => {

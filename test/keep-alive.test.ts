@@ -30,6 +30,19 @@ describe.each(dialectTargets())('the job\'s safety tools on $name', (target) => 
       expect((run?.lockUntil?.getTime() ?? 0) - (run?.startedAt.getTime() ?? 0)).toBeGreaterThan(4_000);
     });
 
+    it('never shortens the lock: an extend shorter than what is left keeps the later expiry', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const result = await guard.run({ name: 'no-shorter', lockAtMostFor: '10s' }, async (ctx) => {
+        const extended = await ctx.extend('1s');
+        await expect(ctx.extend(0)).rejects.toThrow(TypeError);
+        await sleep(1_300);
+        // Another replica still finds the lock held after the 1 s the extend asked for.
+        const other = await guardOn(url, prefix).guard.run({ name: 'no-shorter', lockAtMostFor: '10s' }, () => 'overlap');
+        return { extended, other: other.executed ? 'ran' : other.reason };
+      });
+      expect(result).toEqual({ executed: true, value: { extended: true, other: 'locked' } });
+    });
+
     it('fires the signal before the lock expires for a job that ignores it, and records the overrun', async () => {
       const { guard, url, prefix } = await migratedGuard(target);
       let signalledAt = 0;

@@ -60,8 +60,13 @@ describe('guard.schedule options', () => {
         new TypeError(`Expected \`timezone\` of job "bad" to be an IANA time zone like 'Europe/Paris', got "Mars/Olympus"`),
       );
       expect(() => guard.schedule('* * * * *', { name: 'bad', lockAtMostFor: '5 minutes' }, () => 1)).toThrow(TypeError);
-      const task = guard.schedule('0 3 * * *', { name: 'nightly', lockAtMostFor: '1m', timezone: 'Europe/Paris' }, () => 1);
+      const task = guard.schedule('0 3 * * *', { name: 'nightly', lockAtMostFor: '1m', timezone: 'Europe/Paris' }, (ctx) => ctx.slot);
       expect(task.getNextRun()).toBeInstanceOf(Date);
+      // A run invoked by hand has no slot: it must not mark a slot of the schedule as done.
+      await guard.migrate();
+      await task.execute();
+      const [run] = (await guard.history({ job: 'nightly' })).runs;
+      expect(run).toMatchObject({ status: 'succeeded', slot: null });
     } finally {
       await guard.shutdown();
     }

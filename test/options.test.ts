@@ -456,7 +456,7 @@ describe('database and the other guard options', () => {
     expect(guard.resolveJob({ name: 'j', lockAtMostFor: '1m', stopMargin: '10s' }).stopMarginMs).toBe(10_000);
     expectTypeError(
       thrown(() => guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: '2m' })),
-      'Expected `keepAlive` of job "j" to be true or an interval shorter than `lockAtMostFor` (60000 ms), got "2m"',
+      'Expected `keepAlive` of job "j" to be true or an interval shorter than `lockAtMostFor` less `stopMargin` (57000 ms), got "2m"',
     );
     expectTypeError(
       thrown(() => guard.resolveJob({ name: 'j', lockAtMostFor: '1m', stopMargin: '1m' })),

@@ -32,7 +32,8 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
     // nobody runs under that lock: give it back at once.
     acquiring.then(
       (late) => {
-        if (late === 'acquired') void releaseLock(environment, { job, request, acquireSentAt }, ACQUIRE_TIMED_OUT, acquireSentAt);
+        // releaseLock never rejects. The slot, if any, stays marked as run: nothing ran it.
+        if (late === 'acquired') void releaseLock(environment, { job, request, acquireSentAt }, ACQUIRE_TIMED_OUT, acquireSentAt + job.lockAtMostForMs);
       },
       () => undefined,
     );
@@ -40,11 +41,11 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
     return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
   }
   if (outcome === 'acquired') {
-    environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
+    if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
     return { job, request, acquireSentAt };
   }
   if (environment.recordSkips) await recordSkip(environment, job, request);
-  environment.events.emit('skipped', { job: job.name, slot, reason: outcome });
+  if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot, reason: outcome });
   return outcome === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
 }
 

@@ -30,17 +30,18 @@ export async function execute<T>(
   environment.running.add(execution);
   // Won while the guard began to shut down: the job is told to stop at once.
   if (environment.isStopping()) execution.abort(shutdownReason(job.name));
+  const { events } = environment;
   let value: Awaited<T>;
   try {
     value = await executionStorage.run(execution, () => fn(execution));
   } catch (jobError) {
     finish(environment, execution);
-    environment.events.emit('failed', { job: job.name, runId: execution.runId, durationMs: elapsed(held), error: jobError });
+    if (events.has('failed')) events.emit('failed', { job: job.name, runId: execution.runId, durationMs: elapsed(held), error: jobError });
     await releaseLock(environment, held, { status: 'failed', error: errorText(jobError) }, execution.lockExpiresAt);
     throw jobError;
   }
   finish(environment, execution);
-  environment.events.emit('succeeded', { job: job.name, runId: execution.runId, durationMs: elapsed(held) });
+  if (events.has('succeeded')) events.emit('succeeded', { job: job.name, runId: execution.runId, durationMs: elapsed(held) });
   await releaseLock(environment, held, SUCCEEDED, execution.lockExpiresAt);
   return { executed: true, value };
 }

@@ -90,6 +90,9 @@ export class Execution implements ExecutionContext {
   async extend(duration?: DurationInput): Promise<boolean> {
     if (this.#ended) return false;
     const durationMs = duration === undefined ? this.#job.lockAtMostForMs : parseDuration(duration, { option: 'duration', job: this.name });
+    if (durationMs <= 0) {
+      throw new TypeError(`Expected \`duration\` of job ${JSON.stringify(this.name)} to be a duration greater than 0, got ${String(duration)}`);
+    }
     // The new expiry counts from before the extend is sent; a failed or late one moves nothing.
     const sentAt = performance.now();
     const outcome = await this.#hooks.extend(durationMs);
@@ -101,15 +104,20 @@ export class Execution implements ExecutionContext {
     if (outcome === 'lost') {
       this.#hooks.lost();
       this.abort(new GuardError('LOCK_LOST', `Job "${this.name}" lost its lock: another execution holds it now`, { job: this.name }));
+      // Nothing left to keep alive.
+      this.end();
     }
     return false;
   }
 
-  /** Asks the job to stop now (shutdown, or the lock was lost). */
+  /**
+   * Asks the job to stop now (shutdown, or the lock was lost). Keep-alive goes on until the job
+   * returns: a job that takes a while to stop must not lose its lock meanwhile.
+   */
   abort(reason: GuardError): void {
     if (this.#controller === undefined) this.#abortedWith = reason;
     else if (!this.#controller.signal.aborted) this.#controller.abort(reason);
-    this.end();
+    clearTimeout(this.#timer);
   }
 
   /** Stops the timers once the job has returned. */
@@ -135,14 +143,12 @@ export class Execution implements ExecutionContext {
   /** Keep-alive: extend every interval; after a failure, try again sooner while the lock lasts. */
   #scheduleKeepAlive(delayMs: number): void {
     this.#keepAliveTimer = setTimeout(() => {
-      void this.extend().then((extended) => {
+      this.extend().then((extended) => {
         if (this.#ended) return;
         const interval = this.#job.keepAliveIntervalMs ?? delayMs;
         if (extended) this.#scheduleKeepAlive(interval);
-        else if (performance.now() < this.#lockExpiresAt && this.#abortedWith === undefined && this.#controller?.signal.aborted !== true) {
-          this.#scheduleKeepAlive(Math.min(interval, KEEP_ALIVE_RETRY_MS));
-        }
-      });
+        else if (performance.now() < this.#lockExpiresAt) this.#scheduleKeepAlive(Math.min(interval, KEEP_ALIVE_RETRY_MS));
+      }, () => undefined);
     }, delayMs);
     this.#keepAliveTimer.unref();
   }

@@ -5,7 +5,7 @@ import { describeValue } from './describe-value.js';
 import type { Dialect, TableNames } from './dialect.js';
 import { parseDuration, type DurationInput } from './duration.js';
 import { resolveDefaults, type JobDefaults, type ResolvedDefaults } from './job-options.js';
-import { consoleLogger, type Logger } from './logger.js';
+import { consoleLogger, safeLogger, type Logger } from './logger.js';
 
 /** How a guard connects and what its jobs default to. */
 export interface GuardOptions {
@@ -88,5 +88,5 @@ export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions
   const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
   const dialect = dialectOf(database);
   const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
-  return { database, dialect, tables, lockedBy, logger, recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults };
+  return { database, dialect, tables, lockedBy, logger: safeLogger(logger), recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults };
 }

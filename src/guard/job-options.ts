@@ -106,12 +106,13 @@ export function resolveJob(options: JobOptions, defaults: ResolvedDefaults): Res
         `to be at most \`lockAtMostFor\` (${lockAtMostForMs} ms${fromDefaults('lockAtMostFor')})`,
     );
   }
+  const stopMarginMs = resolveStopMargin(options.stopMargin, name, lockAtMostForMs);
   return {
     name,
     lockAtMostForMs,
     lockAtLeastForMs,
-    stopMarginMs: resolveStopMargin(options.stopMargin, name, lockAtMostForMs),
-    keepAliveIntervalMs: resolveKeepAlive(options.keepAlive, name, lockAtMostForMs),
+    stopMarginMs,
+    keepAliveIntervalMs: resolveKeepAlive(options.keepAlive, name, lockAtMostForMs, stopMarginMs),
   };
 }
 
@@ -126,14 +127,24 @@ function resolveStopMargin(value: DurationInput | undefined, job: string, lockAt
   return ms;
 }
 
-function resolveKeepAlive(value: boolean | DurationInput | undefined, job: string, lockAtMostForMs: number): number | undefined {
+/**
+ * The keep-alive interval: `true` is lockAtMostFor / 3; a given one must be shorter than
+ * lockAtMostFor less the stop margin, or the deadline signal would fire before the first extend.
+ */
+function resolveKeepAlive(
+  value: boolean | DurationInput | undefined,
+  job: string,
+  lockAtMostForMs: number,
+  stopMarginMs: number,
+): number | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return lockAtMostForMs / 3;
+  const beforeMs = lockAtMostForMs - stopMarginMs;
   const ms = parseDuration(value, { option: 'keepAlive', job });
-  if (ms <= 0 || ms >= lockAtMostForMs) {
+  if (ms <= 0 || ms >= beforeMs) {
     throw new TypeError(
-      `Expected \`keepAlive\` of job ${JSON.stringify(job)} to be true or an interval shorter than \`lockAtMostFor\` ` +
-        `(${lockAtMostForMs} ms), got ${describeValue(value)}`,
+      `Expected \`keepAlive\` of job ${JSON.stringify(job)} to be true or an interval shorter than \`lockAtMostFor\` less ` +
+        `\`stopMargin\` (${beforeMs} ms), got ${describeValue(value)}`,
     );
   }
   return ms;

@@ -11,3 +11,23 @@ export const consoleLogger: Logger = {
   warn: (message) => console.warn(`[cronguard] ${message}`),
   error: (message) => console.error(`[cronguard] ${message}`),
 };
+
+/** The user's logger, made unable to throw into the guard (a throwing logger would skip a release). */
+export function safeLogger(logger: Logger): Logger {
+  return {
+    warn: (message) => {
+      try {
+        logger.warn(message);
+      } catch {
+        // A logger that throws cannot be told so; the guard carries on.
+      }
+    },
+    error: (message) => {
+      try {
+        logger.error(message);
+      } catch {
+        // As above.
+      }
+    },
+  };
+}

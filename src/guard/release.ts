@@ -32,7 +32,7 @@ export async function releaseLock(
         report(environment, held, `took over ${environment.statementTimeoutMs} ms; if it never completes, the lock expires at lockAtMostFor`);
         return;
       }
-      environment.events.emit('released', { job: job.name, runId, released });
+      if (environment.events.has('released')) environment.events.emit('released', { job: job.name, runId, released });
       // After a failed attempt, a release that matches nothing may mean the earlier one got through.
       if (!released && attempt === 0) lost(environment, held);
       else if (performance.now() > lockExpiresAt) overran(environment, held);

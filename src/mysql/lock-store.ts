@@ -72,11 +72,13 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`;
 
   // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
   // revive its lock over a successor; the run's lock_until follows (LEFT JOIN: a run row deleted by
-  // hand does not stop the lock from being extended). UTC_TIMESTAMP(3) is one value for the whole
-  // statement, so both rows get the same expiry. Both change, so the count is positive in either
+  // hand does not stop the lock from being extended). GREATEST: an extend never shortens the lock.
+  // UTC_TIMESTAMP(3) is one value for the whole statement, so both rows get the same expiry (no
+  // assignment reads a column another one writes: MySQL does not order multi-table assignments). Both change, so the count is positive in either
   // CLIENT_FOUND_ROWS mode when the lock was extended, and 0 when it was lost.
   const extendSql = `UPDATE ${locks} l LEFT JOIN ${runs} r ON r.id = l.token
-   SET l.lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, r.lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
+   SET l.lock_until = GREATEST(l.lock_until, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND),
+       r.lock_until = GREATEST(r.lock_until, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)
  WHERE l.name = ? AND l.token = ? AND l.lock_until > UTC_TIMESTAMP(3)`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;

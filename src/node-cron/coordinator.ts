@@ -37,7 +37,7 @@ const GENERATED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 export function createRunCoordinator(host: CoordinatorHost, options: CoordinatorOptions = {}): RunCoordinator {
   // Checked now, so that a bad duration fails at start-up rather than at the first tick.
   resolveJob({ name: 'coordinator', ...options }, { ...host.defaults, lockAtMostForMs: host.defaults.lockAtMostForMs ?? 1 });
-  const held = new Map<string, { lock: HeldLock; done: () => void }>();
+  const held = new Map<string, { lock: HeldLock; done: () => void; expiry: NodeJS.Timeout }>();
   const jobs = new Map<string, ResolvedJob>();
   const warned = new Set<string>();
   const { environment } = host;
@@ -70,14 +70,27 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       if (!isHeld(result)) return false;
       let done!: () => void;
       host.inFlight.track(new Promise<void>((resolve) => (done = resolve)));
-      held.set(key, { lock: result, done });
+      // node-cron may never call onComplete (a task stopped during its random delay, a forked
+      // task whose child died): forget the lock when it expires by itself.
+      const expiry = setTimeout(() => {
+        held.delete(key);
+        done();
+      }, result.job.lockAtMostForMs);
+      expiry.unref();
+      held.set(key, { lock: result, done, expiry });
       return true;
     },
     async onComplete(key: string): Promise<void> {
       const entry = held.get(key);
       if (entry === undefined) return;
       held.delete(key);
-      await releaseLock(environment, entry.lock, SUCCEEDED, entry.lock.acquireSentAt + entry.lock.job.lockAtMostForMs);
+      clearTimeout(entry.expiry);
+      const { lock } = entry;
+      if (environment.events.has('succeeded')) {
+        const durationMs = Math.round(performance.now() - lock.acquireSentAt);
+        environment.events.emit('succeeded', { job: lock.job.name, runId: lock.request.token, durationMs });
+      }
+      await releaseLock(environment, lock, SUCCEEDED, lock.acquireSentAt + lock.job.lockAtMostForMs);
       entry.done();
     },
   };

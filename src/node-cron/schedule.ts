@@ -40,11 +40,16 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
       `Expected \`timezone\` of job ${JSON.stringify(job.name)} to be an IANA time zone like 'Europe/Paris', got ${describeValue(timezone)}`,
     );
   }
-  // node-cron's context.date is the slot the fire is for, not the moment the timer fired.
-  const task = scheduleTask(expression, (context) => host.runResolved(job, fn, context.date), {
-    name: job.name,
-    ...(timezone === undefined ? {} : { timezone }),
-  });
+  // node-cron's context.date is the slot a scheduled fire is for, not the moment the timer fired.
+  // A run invoked by hand (task.execute()) has no slot: its date is just "now" on this replica.
+  const task = scheduleTask(
+    expression,
+    (context) => host.runResolved(job, fn, context.execution?.reason === 'invoked' ? null : context.date),
+    {
+      name: job.name,
+      ...(timezone === undefined ? {} : { timezone }),
+    },
+  );
   host.tasks.add(task);
   return task;
 }

@@ -76,10 +76,11 @@ SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
 SELECT count(*)::int AS released FROM released`;
 
   // Extend: owner-checked by token and only while not expired, so that a holder whose lock has
-  // lapsed can never revive it over a successor. The run's lock_until follows, so that `overran`
+  // lapsed can never revive it over a successor; GREATEST, so that an extend never shortens the
+  // lock under a deadline the job already counts on. The run's lock_until follows, so that `overran`
   // compares with the extended expiry.
   const extendSql = `WITH extended AS (
-  UPDATE ${locks} SET lock_until = now() + $2::double precision * interval '1 millisecond'
+  UPDATE ${locks} SET lock_until = GREATEST(lock_until, now() + $2::double precision * interval '1 millisecond')
    WHERE name = $1 AND token = $3 AND lock_until > now()
   RETURNING lock_until
 ), followed AS (

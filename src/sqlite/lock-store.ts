@@ -60,7 +60,8 @@ VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`;
  WHERE id = ?`;
   // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
   // revive its lock over a successor; the run's lock_until follows.
-  const extendSql = `UPDATE ${locks} SET lock_until = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)
+  // max(): an extend never shortens the lock under a deadline the job already counts on.
+  const extendSql = `UPDATE ${locks} SET lock_until = max(lock_until, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?))
  WHERE name = ? AND token = ? AND lock_until > ${NOW}
 RETURNING lock_until`;
   const followSql = `UPDATE ${runs} SET lock_until = ? WHERE id = ?`;

@@ -23,14 +23,31 @@ export interface LazySqliteDatabase {
 }
 
 /**
+ * One queue per connection, shared by every guard on it: two guards given the same `Database`
+ * must not open a transaction inside each other's.
+ */
+const queues = new WeakMap<Database.Database, Promise<unknown>>();
+
+function enqueue<T>(db: Database.Database, work: () => Promise<T>): Promise<T> {
+  const result = (queues.get(db) ?? Promise.resolve()).then(work);
+  queues.set(
+    db,
+    result.catch(() => undefined),
+  );
+  return result;
+}
+
+/**
  * Straight through better-sqlite3, each statement prepared once and reused. Kysely's driver
  * prepares every statement on every call: on the hot path that was most of the time, and native
- * memory grew with every prepared-and-dropped statement. Transactions are queued, so that two
- * executions of this guard never interleave on the one connection.
+ * memory grew with every prepared-and-dropped statement. Every statement and transaction goes
+ * through the connection's queue, so that two executions never interleave on it. A transaction
+ * the app (or Kysely) holds open on the same connection makes the acquire fail, with a message
+ * that says so, rather than commit or roll back someone else's work.
  */
 export function nativeRunner(database: () => Database.Database): SqliteRunner {
   const statements = new Map<string, Database.Statement>();
-  const execute: RunStatement = (query) => {
+  const run: RunStatement = (query) => {
     const db = database();
     let statement = statements.get(query.sql);
     if (statement === undefined) {
@@ -41,13 +58,16 @@ export function nativeRunner(database: () => Database.Database): SqliteRunner {
     if (statement.reader) return Promise.resolve({ rows: statement.all(...parameters), changes: 0 });
     return Promise.resolve({ rows: [], changes: statement.run(...parameters).changes });
   };
-  let queue: Promise<unknown> = Promise.resolve();
   return {
-    execute,
+    execute: (query) => enqueue(database(), () => run(query)),
     transaction<T>(work: (run: RunStatement) => Promise<T>): Promise<T> {
-      const result = queue.then(() => inTransaction(execute, work));
-      queue = result.catch(() => undefined);
-      return result;
+      const db = database();
+      return enqueue(db, () => {
+        if (db.inTransaction) {
+          throw new Error('the SQLite connection is inside a transaction someone else opened; give the guard its own connection');
+        }
+        return inTransaction(run, work);
+      });
     },
   };
 }
