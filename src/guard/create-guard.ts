@@ -166,7 +166,7 @@ export class Guard {
    * Frees a job's lock by hand, for a lock left by a process that is gone. If that process is in
    * fact alive, its job and the next one can overlap. True when the lock was held.
    */
-  unlock(name: string): Promise<boolean> {
+  async unlock(name: string): Promise<boolean> {
     const job = validateJobName(name);
     return this.#reading(() => this.#lockReader.unlock(job));
   }

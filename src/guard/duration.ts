@@ -9,8 +9,11 @@ export type DurationInput = number | string | Duration;
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const SHORT_FORM = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
-/** luxon reads 'P' and 'PT' as zero; a duration must state at least one number. */
-const ISO_WITH_A_NUMBER = /^P.*\d/;
+/**
+ * luxon reads 'P' and 'PT' as zero, and accepts negative parts ('P1Y-1D'): a duration must state
+ * at least one number, and no minus sign.
+ */
+const ISO_WITH_A_NUMBER = /^P[^-]*\d[^-]*$/;
 /**
  * The longest duration accepted: ten years. Longer ones overflow the databases' date ranges
  * (SQLite and MySQL stop at year 9999), and "forever" is what lockAtMostFor must never mean.
@@ -33,7 +36,7 @@ export function parseDuration(value: unknown, source: DurationSource): number {
     const of = source.job === undefined ? '' : ` of job ${JSON.stringify(source.job)}`;
     throw new TypeError(
       `Expected \`${source.option}\`${of} to be a duration like '5m' or 'PT5M', got ${describeValue(value)}` +
-        (typeof ms === 'number' && Number.isFinite(ms) && ms > MAX_DURATION_MS ? ' (longer than the maximum, ten years)' : ''),
+        (ms !== undefined && Number.isFinite(ms) && ms > MAX_DURATION_MS ? ' (longer than the maximum, ten years)' : ''),
     );
   }
   return ms;

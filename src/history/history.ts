@@ -3,6 +3,7 @@ import { quotedTable } from '../database/quote.js';
 import { describeValue } from '../guard/describe-value.js';
 import type { Dialect, TableNames } from '../guard/dialect.js';
 import { parseDuration, type DurationInput } from '../guard/duration.js';
+import { validateJobName } from '../guard/job-options.js';
 import { RUN_STATUSES, toRunRecord, type RunRecord, type RunRow, type RunStatus } from './run-record.js';
 
 /** Which runs `guard.history()` returns, newest first. */
@@ -56,7 +57,7 @@ export function createHistoryReader(db: Kysely<unknown>, dialect: Dialect, table
       throw new TypeError(`Expected \`limit\` to be an integer from 1 to ${MAX_LIMIT}, got ${describeValue(limit)}`);
     }
     const conditions: RawBuilder<unknown>[] = [];
-    if (query.job !== undefined) conditions.push(sql`job_name = ${query.job}`);
+    if (query.job !== undefined) conditions.push(sql`job_name = ${validateJobName(query.job)}`);
     if (query.status !== undefined) {
       if (!RUN_STATUSES.includes(query.status)) {
         throw new TypeError(`Expected \`status\` to be one of ${RUN_STATUSES.join(', ')}, got ${describeValue(query.status)}`);
