@@ -1,0 +1,53 @@
+// The failure the guarantees page describes: a holder paused (SIGSTOP) past lockAtMostFor. The
+// overlap happens, as documented; the paused run is recorded `overran`; its late release leaves the
+// successor's lock held; its signal had fired before its lock expired. Every dialect, OS processes.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { dialectTargets } from './support/dialects.js';
+import { guardOn, migratedGuard } from './support/guards.js';
+import { startWorker } from './support/processes.js';
+
+type PauseMessage =
+  | { type: 'running'; at: number }
+  | { type: 'signalled'; at: number }
+  | { type: 'done'; end: number | null; warnings: string[] };
+
+describe.each(dialectTargets())('a paused holder on $name', (target) => {
+  it.skipIf(target.serverUrl === null)('overlaps its successor as documented, and is recorded overran', async () => {
+    const { guard: successor, url, prefix } = await migratedGuard(target);
+    const third = guardOn(url, prefix).guard;
+    // lockAtMostFor 2 s: the signal fires at 1 s (the margin is at least 1 s); the job ignores it.
+    const paused = startWorker<PauseMessage>('pause-worker.ts', [url, prefix, 'paused', '2000', '1500']);
+    const running = await paused.next<Extract<PauseMessage, { type: 'running' }>>('running');
+    const signalled = await paused.next<Extract<PauseMessage, { type: 'signalled' }>>('signalled');
+    paused.child.kill('SIGSTOP');
+    try {
+      // Past the paused holder's lockAtMostFor, the successor takes the lock.
+      await sleep(Math.max(0, running.at + 2_300 - Date.now()));
+      let release!: () => void;
+      const successorStart = Date.now();
+      const holding = successor.run({ name: 'paused', lockAtMostFor: '1m' }, () => new Promise<void>((r) => (release = r)));
+      await expect.poll(() => release, { timeout: 5_000 }).toBeTypeOf('function');
+      paused.child.kill('SIGCONT');
+      const done = await paused.next<Extract<PauseMessage, { type: 'done' }>>('done');
+      expect(await paused.exited).toBe(0);
+
+      // The overlap: the paused job was still running when the successor started.
+      expect(done.end).toBeGreaterThan(successorStart);
+      expect(done.warnings.join('\n')).toMatch(/outlived its lock/);
+      // Its late release left the successor's lock alone: a third contender is still refused.
+      expect(await third.run({ name: 'paused', lockAtMostFor: '1m' }, () => 'x')).toEqual({ executed: false, reason: 'locked' });
+      release();
+      await holding;
+
+      const runs = (await successor.history({ job: 'paused' })).runs;
+      const pausedRun = runs.find((run) => run.lockedBy.startsWith('paused-'));
+      expect(pausedRun).toMatchObject({ status: 'succeeded', overran: true });
+      // The signal fired before the lock expired, on the database clock (this host's clock here).
+      expect(signalled.at).toBeLessThan(pausedRun?.lockUntil?.getTime() ?? 0);
+      expect(runs.find((run) => !run.lockedBy.startsWith('paused-'))).toMatchObject({ status: 'succeeded', overran: false });
+    } finally {
+      paused.child.kill('SIGCONT');
+    }
+  });
+});
