@@ -13,9 +13,18 @@ export interface Worker<Message> {
   readonly exited: Promise<number | null>;
 }
 
-export function startWorker<Message extends { type: string }>(fixture: string, args: string[]): Worker<Message> {
+/**
+ * `clockOffset` (e.g. '+30s') runs the worker under Debian's faketime: its wall clock, and so
+ * node-cron's timers and slot dates, are off by that much.
+ */
+export function startWorker<Message extends { type: string }>(
+  fixture: string,
+  args: string[],
+  options: { clockOffset?: string } = {},
+): Worker<Message> {
   const path = fileURLToPath(new URL(`../fixtures/${fixture}`, import.meta.url));
-  const child = fork(path, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const viaFaketime = options.clockOffset === undefined ? {} : { execPath: 'faketime', execArgv: ['-f', options.clockOffset, process.execPath, '--import', 'tsx'] };
+  const child = fork(path, args, { execArgv: ['--import', 'tsx'], ...viaFaketime, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const queue: Message[] = [];
   const received: Message[] = [];
   const waiting: { type: string; resolve: (message: Message) => void; reject: (error: Error) => void }[] = [];

@@ -1,0 +1,60 @@
+// Replicas whose app clocks are off by ±30 s (Debian's faketime), on the dialects that compare on
+// the database's clock: no slot runs twice, and every second of real time has its one run.
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { guardOn } from './support/guards.js';
+import { startWorker, type Worker } from './support/processes.js';
+
+type ReplicaMessage =
+  | { type: 'ready'; pid: number }
+  | { type: 'started'; pid: number; slot: string; start: number }
+  | { type: 'ran'; pid: number; slot: string; start: number; end: number }
+  | { type: 'exiting'; pid: number };
+
+function hasFaketime(): boolean {
+  try {
+    execFileSync('faketime', ['-f', '+0s', 'true']);
+    return true;
+  } catch {
+    return false;
+  }
+}
+const faketime = hasFaketime();
+if (!faketime && process.env.CI === 'true') throw new Error('faketime is missing under CI=true: .ci/run installs it');
+if (!faketime) console.error('\n*** cronguard: clock-skew tests are SKIPPED: faketime not found (apt-get install -y faketime) ***\n');
+
+const targets = dialectTargets().filter((target) => target.name !== 'sqlite');
+
+describe.each(targets)('replicas with skewed clocks on $name', (target) => {
+  it.skipIf(target.serverUrl === null || !faketime)('run no slot twice and leave no second of real time without its run', async () => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    await guardOn(url, prefix).guard.migrate();
+    const received: { at: number; slot: string }[] = [];
+    const replicas: Worker<ReplicaMessage>[] = ['+30s', '+0s', '-30s'].map((clockOffset) =>
+      startWorker<ReplicaMessage>('cron-replica.ts', [url, prefix, 'schedule', '200', '0', '9000'], { clockOffset }),
+    );
+    await Promise.all(replicas.map((replica) => replica.next('ready')));
+    for (const replica of replicas) {
+      replica.child.on('message', (message: ReplicaMessage) => {
+        // When the run started, by this process's (true) clock.
+        if (message.type === 'started') received.push({ at: Date.now(), slot: message.slot });
+      });
+    }
+    await Promise.all(replicas.map((replica) => replica.exited));
+
+    const slots = received.map((run) => run.slot);
+    expect(new Set(slots).size).toBe(slots.length);
+    const seconds = received.map((run) => Math.floor(run.at / 1_000)).sort((a, b) => a - b);
+    const first = seconds[0] ?? 0;
+    const last = seconds.at(-1) ?? 0;
+    expect(last - first).toBeGreaterThanOrEqual(6);
+    const perSecond = new Map<number, number>();
+    for (const second of seconds) perSecond.set(second, (perSecond.get(second) ?? 0) + 1);
+    const gaps: number[] = [];
+    for (let second = first; second <= last; second += 1) if (!perSecond.has(second)) gaps.push(second);
+    expect(gaps).toEqual([]);
+    expect([...perSecond.values()].filter((count) => count > 1)).toEqual([]);
+  }, 60_000);
+});
