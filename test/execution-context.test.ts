@@ -116,6 +116,22 @@ describe('the execution context', () => {
     database.close();
   });
 
+  it('runs two guards with their own connections to one SQLite file in one process, without stalling each other', async () => {
+    const path = join(dir, 'two-connections.sqlite');
+    const first = createGuard({ database: `sqlite:${path}`, logger: recordingLogger() });
+    const second = createGuard({ database: `sqlite:${path}`, logger: recordingLogger() });
+    guards.push(first, second);
+    await first.migrate();
+    const started = performance.now();
+    // Each transaction runs synchronously from BEGIN to COMMIT: one connection never holds the
+    // write lock while the other blocks this thread in its busy wait (that stalled for 5 s).
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? first : second).run({ name: `job-${i % 10}`, lockAtMostFor: '1m' }, () => i)),
+    );
+    expect(results.filter((result) => !result.executed && result.reason === 'error')).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(4_000);
+  });
+
   it('close() during a run waits for it to release, so the lock is free for the next replica', async () => {
     const first = await sqliteGuard();
     const path = join(dir, `context-${counter}.sqlite`);

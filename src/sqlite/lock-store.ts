@@ -4,7 +4,7 @@ import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames 
 import type { ResolvedJob } from '../guard/job-options.js';
 import type Database from 'better-sqlite3';
 import { isSqliteDatabase } from './connection.js';
-import { kyselyRunner, nativeRunner, type LazySqliteDatabase, type SqliteRunner } from './statement-runner.js';
+import { kyselyRunner, nativeRunner, type LazySqliteDatabase, type SqliteRunner, type TransactionBody } from './statement-runner.js';
 
 /** UTC with milliseconds and a fixed width, so that text order is time order. */
 const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
@@ -69,42 +69,38 @@ RETURNING lock_until`;
 VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
 
   const runner = runnerFor(db, native);
-  const transaction = runner.transaction;
+  const transaction = <T>(body: () => TransactionBody<T>): Promise<T> => runner.transaction(body);
 
   return {
     acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
-      return transaction(async (run) => {
-        const taken = await run(
-          CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token, slotText]),
-        );
+      return transaction(function* (): TransactionBody<AcquireOutcome> {
+        const taken = yield CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token, slotText]);
         const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
         if (row === undefined) {
           if (slotText === null) return 'locked';
-          const loss = await run(CompiledQuery.raw(lossSql, [slotText, job.name]));
+          const loss = yield CompiledQuery.raw(lossSql, [slotText, job.name]);
           return (loss.rows[0] as { outcome: AcquireOutcome } | undefined)?.outcome ?? 'locked';
         }
-        if (row.previous_token !== null) await run(CompiledQuery.raw(abandonSql, [row.previous_token]));
+        if (row.previous_token !== null) yield CompiledQuery.raw(abandonSql, [row.previous_token]);
         // The run starts when the lock was taken, by the same clock reading.
-        await run(
-          CompiledQuery.raw(startSql, [token, job.name, slotText, lockedBy, row.locked_at, job.lockAtMostForMs, row.lock_until]),
-        );
+        yield CompiledQuery.raw(startSql, [token, job.name, slotText, lockedBy, row.locked_at, job.lockAtMostForMs, row.lock_until]);
         return 'acquired';
       });
     },
     release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
-      return transaction(async (run) => {
-        const released = await run(CompiledQuery.raw(releaseSql, [plusSeconds(job.lockAtLeastForMs), job.name, token]));
-        await run(CompiledQuery.raw(finishSql, [outcome.status, outcome.error, released.changes, token]));
+      return transaction(function* (): TransactionBody<boolean> {
+        const released = yield CompiledQuery.raw(releaseSql, [plusSeconds(job.lockAtLeastForMs), job.name, token]);
+        yield CompiledQuery.raw(finishSql, [outcome.status, outcome.error, released.changes, token]);
         return released.changes === 1;
       });
     },
     extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
-      return transaction(async (run) => {
-        const extended = await run(CompiledQuery.raw(extendSql, [plusSeconds(durationMs), job.name, token]));
+      return transaction(function* (): TransactionBody<boolean> {
+        const extended = yield CompiledQuery.raw(extendSql, [plusSeconds(durationMs), job.name, token]);
         const row = extended.rows[0] as { lock_until: string } | undefined;
         if (row === undefined) return false;
-        await run(CompiledQuery.raw(followSql, [row.lock_until, token]));
+        yield CompiledQuery.raw(followSql, [row.lock_until, token]);
         return true;
       });
     },

@@ -9,10 +9,19 @@ export interface StatementResult {
 
 export type RunStatement = (statement: CompiledQuery) => Promise<StatementResult>;
 
+/**
+ * The statements of one transaction, as a generator: it yields each statement and receives its
+ * result. The native runner drives it synchronously, so that nothing else on this thread runs
+ * between BEGIN and COMMIT: another connection of this process that asked for the write lock
+ * meanwhile would block the thread in its busy wait while this one holds the lock, and both would
+ * stall for the whole busy timeout.
+ */
+export type TransactionBody<T> = Generator<CompiledQuery, T, StatementResult>;
+
 /** How the SQLite lock statements reach the database. */
 export interface SqliteRunner {
-  /** Runs `work` in one BEGIN IMMEDIATE transaction, rolled back if it throws. */
-  transaction<T>(work: (run: RunStatement) => Promise<T>): Promise<T>;
+  /** Runs the body in one BEGIN IMMEDIATE transaction, rolled back if it throws. */
+  transaction<T>(body: () => TransactionBody<T>): Promise<T>;
   /** One statement in autocommit. */
   execute: RunStatement;
 }
@@ -47,7 +56,7 @@ function enqueue<T>(db: Database.Database, work: () => Promise<T>): Promise<T> {
  */
 export function nativeRunner(database: () => Database.Database): SqliteRunner {
   const statements = new Map<string, Database.Statement>();
-  const run: RunStatement = (query) => {
+  const run = (query: CompiledQuery): StatementResult => {
     const db = database();
     let statement = statements.get(query.sql);
     if (statement === undefined) {
@@ -55,18 +64,29 @@ export function nativeRunner(database: () => Database.Database): SqliteRunner {
       statements.set(query.sql, statement);
     }
     const parameters = query.parameters as unknown[];
-    if (statement.reader) return Promise.resolve({ rows: statement.all(...parameters), changes: 0 });
-    return Promise.resolve({ rows: [], changes: statement.run(...parameters).changes });
+    if (statement.reader) return { rows: statement.all(...parameters), changes: 0 };
+    return { rows: [], changes: statement.run(...parameters).changes };
   };
   return {
-    execute: (query) => enqueue(database(), () => run(query)),
-    transaction<T>(work: (run: RunStatement) => Promise<T>): Promise<T> {
+    execute: (query) => enqueue(database(), () => Promise.resolve(run(query))),
+    transaction<T>(body: () => TransactionBody<T>): Promise<T> {
       const db = database();
-      return enqueue(db, () => {
+      return enqueue(db, async () => {
         if (db.inTransaction) {
           throw new Error('the SQLite connection is inside a transaction someone else opened; give the guard its own connection');
         }
-        return inTransaction(run, work);
+        // Synchronous from BEGIN to COMMIT.
+        run(BEGIN);
+        try {
+          const steps = body();
+          let step = steps.next();
+          while (step.done !== true) step = steps.next(run(step.value));
+          run(COMMIT);
+          return step.value;
+        } catch (error) {
+          if (db.inTransaction) run(ROLLBACK);
+          throw error;
+        }
       });
     },
   };
@@ -82,20 +102,22 @@ export function kyselyRunner(db: Kysely<unknown>): SqliteRunner {
     };
   return {
     execute: runOn(db),
-    transaction: (work) => db.connection().execute((connection) => inTransaction(runOn(connection), work)),
+    transaction: (body) =>
+      db.connection().execute(async (connection) => {
+        const run = runOn(connection);
+        await run(BEGIN);
+        try {
+          const steps = body();
+          let step = steps.next();
+          while (step.done !== true) step = steps.next(await run(step.value));
+          await run(COMMIT);
+          return step.value;
+        } catch (error) {
+          await run(ROLLBACK).catch(() => undefined);
+          throw error;
+        }
+      }),
   };
-}
-
-async function inTransaction<T>(run: RunStatement, work: (run: RunStatement) => Promise<T>): Promise<T> {
-  await run(BEGIN);
-  try {
-    const value = await work(run);
-    await run(COMMIT);
-    return value;
-  } catch (error) {
-    await run(ROLLBACK).catch(() => undefined);
-    throw error;
-  }
 }
 
 const BEGIN = CompiledQuery.raw('BEGIN IMMEDIATE');
