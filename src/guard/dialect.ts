@@ -110,6 +110,8 @@ export interface Dialect {
   createLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore;
   /** True for the driver's "no such table" error, so that the message can say to migrate. */
   isMissingTable(error: unknown): boolean;
+  /** True for a migration error that only means another process migrated at the same moment. */
+  isMigrationRace(error: unknown): boolean;
   /** Opens a pool the guard owns (and ends on close) from a URL; `native` is the driver's pool. */
   open(url: string, logger: Logger): { db: Kysely<unknown>; native: unknown };
 }

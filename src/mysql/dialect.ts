@@ -13,5 +13,7 @@ export const mysqlDialect: Dialect = {
   reads: mysqlReads,
   createLockStore: createMysqlLockStore,
   isMissingTable: isMysqlMissingTable,
+  // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
+  isMigrationRace: () => false,
   open: openMysql,
 };

@@ -13,5 +13,7 @@ export const postgresDialect: Dialect = {
   reads: postgresReads,
   createLockStore: createPostgresLockStore,
   isMissingTable: isPostgresMissingTable,
+  // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
+  isMigrationRace: () => false,
   open: openPostgres,
 };

@@ -2,7 +2,7 @@ import type { Dialect } from '../guard/dialect.js';
 import { openSqlite } from './connection.js';
 import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
-import { isSqliteMissingTable, sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
+import { isSqliteMigrationRace, isSqliteMissingTable, sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
@@ -13,5 +13,6 @@ export const sqliteDialect: Dialect = {
   reads: sqliteReads,
   createLockStore: createSqliteLockStore,
   isMissingTable: isSqliteMissingTable,
+  isMigrationRace: isSqliteMigrationRace,
   open: openSqlite,
 };
