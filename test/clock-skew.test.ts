@@ -4,13 +4,9 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
+import type { ReplicaMessage } from './support/cron-replica-messages.js';
 import { startWorker, type Worker } from './support/processes.js';
 
-type ReplicaMessage =
-  | { type: 'ready'; pid: number }
-  | { type: 'started'; pid: number; slot: string; start: number }
-  | { type: 'ran'; pid: number; slot: string; start: number; end: number }
-  | { type: 'exiting'; pid: number };
 
 function hasFaketime(): boolean {
   try {

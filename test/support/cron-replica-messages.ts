@@ -1,0 +1,6 @@
+/** What test/fixtures/cron-replica.ts sends its parent. */
+export type ReplicaMessage =
+  | { type: 'ready'; pid: number }
+  | { type: 'started'; pid: number; slot: string; start: number }
+  | { type: 'ran'; pid: number; slot: string; start: number; end: number }
+  | { type: 'exiting'; pid: number };
