@@ -1,0 +1,89 @@
+// RELIABILITY.md, from the scenario reports of one `npm run test:faults` run.
+import { cpus, totalmem } from 'node:os';
+import Database from 'better-sqlite3';
+import { openRaw } from '../../support/raw-database.js';
+import { SCENARIOS, type ScenarioId, type ScenarioReport } from './scenario.js';
+
+/** What each scenario does, for the reader of RELIABILITY.md; the file of the test says the rest. */
+const DESCRIPTIONS: Record<ScenarioId, string> = {
+  'contention-soak':
+    'Separate OS processes fire every job at every slot (a timer on 200 ms slots, each fire a `guard.run({ slot })`), the job body takes 5 ms. ' +
+    'Lost: a (job, slot) run twice, a slot nobody ran, two runs of one job overlapping in time, history rows ≠ executions, errors. `test/faults/contention-soak.test.ts`.',
+  'crashed-holder':
+    'A holder in its own process is killed with SIGKILL mid-job; a contender ticks every 100 ms. Lost: a dead run not `abandoned`, a recovery later than ' +
+    '`lockAtMostFor` + one tick (measured between the two runs\' `started_at`, on the database clock), a takeover before `lockAtMostFor`. `test/faults/crashed-holder.test.ts`.',
+  'paused-holder':
+    'A holder in its own process is stopped with SIGSTOP past `lockAtMostFor`, a successor takes over, then SIGCONT. Expected, as docs/guarantees.md says: the two overlap. ' +
+    'Lost: the paused run not `overran`, its late release freeing the successor\'s lock, its signal firing after its lock expired. `test/faults/paused-holder.test.ts`.',
+  'database-restart':
+    'The guard\'s own server (embedded PostgreSQL, mariadbd) is stopped and started again while an acquire waits on a row lock, while a job runs, and while a release waits on a row lock. ' +
+    'Lost: a crash or unhandled rejection, a job run while the server was down, no normal run within two ticks after, a history row left `running` once its lock expired. `test/faults/database-restart.test.ts`.',
+  'clock-skew':
+    'Three node-cron replicas (every second) under Debian\'s faketime at +30 s, 0 and −30 s. Lost: a slot label run twice, a second of real time with no run or with two. ' +
+    '`test/faults/clock-skew.test.ts`.',
+  'bad-input':
+    'fast-check properties over job names (quotes, backslashes, NUL, emoji, SQL injection, 255 and 256 code points), durations and table prefixes. Lost: an invalid value accepted or ' +
+    'refused without a TypeError naming it, a valid name not coming back byte-exact from the lock and history rows, a schema change. `test/faults/bad-input-*.test.ts`.',
+  'slow-database':
+    'Another session holds the job\'s lock row (`SELECT … FOR UPDATE`; SQLite: a write transaction) while a scheduler ticks every 100 ms with `acquireTimeout` 300 ms. ' +
+    'Lost: a tick not cut by acquireTimeout, a run while the row was held, more than one acquire of the job waiting at once (a pile-up), no run once the row is free. `test/faults/slow-database.test.ts`.',
+  'pool-exhaustion':
+    'Two replica processes, each with a pool of 5 connections (SQLite: its one connection), fire the same 1,000 jobs in the same second, three bursts. ' +
+    'Lost: a call that never settled or threw, a job run by no replica or by two, an error skip, memory that keeps growing burst after burst. `test/faults/pool-exhaustion.test.ts`.',
+};
+
+export async function serverVersions(urls: { postgres: string | null; mysql: string | null }): Promise<string[]> {
+  const versions = [`SQLite ${new Database(':memory:').prepare('SELECT sqlite_version() AS v').pluck().get() as string}`];
+  for (const [dialect, url] of [['postgres', urls.postgres], ['mysql', urls.mysql]] as const) {
+    if (url === null) continue;
+    const raw = await openRaw(dialect, url);
+    try {
+      const [row] = await raw.query<{ v: string }>('SELECT version() AS v');
+      versions.push(dialect === 'postgres' ? (row?.v.split(' on ')[0] ?? '?') : `MariaDB/MySQL ${row?.v ?? '?'}`);
+    } finally {
+      await raw.close();
+    }
+  }
+  return versions;
+}
+
+function result(report: ScenarioReport): string {
+  if (report.failure !== undefined) return `**failed**: ${report.failure}`;
+  if (report.done.startsWith('not applicable')) return 'n/a';
+  const lost = Object.entries(report.lost).filter(([, count]) => count !== 0);
+  return lost.length === 0 ? 'nothing lost' : `**lost**: ${lost.map(([what, count]) => `${what} ${count}`).join(', ')}`;
+}
+
+function escapeCell(text: string): string {
+  return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+}
+
+export function renderReliability(reports: ScenarioReport[], versions: string[], seconds: number): string {
+  const lines = [
+    '# cronguard reliability',
+    '',
+    `Written by \`npm run test:faults\` on ${new Date().toISOString().slice(0, 10)} in ${seconds} s. Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ` +
+      `${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}. Databases: ${versions.join('; ')}, started by the run on this machine (loopback).`,
+    '',
+    'Every scenario runs real OS processes against real databases, with every loop bounded in count and time. For each scenario and dialect: what was done, ' +
+      'how many times, and what was lost. The target is always nothing. The kinds of loss each scenario counts are listed in the `lost` column even when zero.',
+    '',
+  ];
+  for (const [id, title] of Object.entries(SCENARIOS) as [ScenarioId, string][]) {
+    lines.push(`## ${title}`, '', DESCRIPTIONS[id], '');
+    const rows = reports.filter((report) => report.scenario === id);
+    if (rows.length === 0) {
+      lines.push('Not run in this run.', '');
+      continue;
+    }
+    lines.push('| dialect | what was done | times | lost (each kind) | figures | result |', '| --- | --- | --- | --- | --- | --- |');
+    for (const row of rows) {
+      const kinds = Object.entries(row.lost).map(([what, count]) => `${what}: ${count}`).join(', ');
+      lines.push(
+        `| ${row.dialect} | ${escapeCell(row.done)} | ${row.times} | ${escapeCell(kinds === '' ? '-' : kinds)} | ${escapeCell(row.figures ?? '-')} | ${escapeCell(result(row))} |`,
+      );
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
