@@ -29,6 +29,10 @@ export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames,
   // newer than the last one that ran, so a replica whose timer or clock is late never runs a slot
   // twice, even when the first run has already released the lock. An unscheduled call ($5 null)
   // ignores it and leaves it as it is.
+  // The EXISTS on `abandoned` is a one-time filter, checked before its join starts: a loser, and a
+  // winner that took a released lock, never reach the runs table whatever the join's plan. The
+  // connection's cached generic plan can scan runs (planned while runs was small and never
+  // re-planned without an ANALYZE), and a scan grows with the history.
   const acquireSql = `WITH taken AS (
   UPDATE ${locks}
      SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
@@ -46,6 +50,7 @@ export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames,
 ), abandoned AS (
   UPDATE ${runs} SET status = 'abandoned'
     FROM won WHERE ${runs}.id = won.previous_token AND ${runs}.status = 'running'
+     AND EXISTS (SELECT 1 FROM won WHERE previous_token IS NOT NULL)
 ), started AS (
   INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
   SELECT $4, $1, $5, 'running', $3, now(), $2, lock_until FROM won
