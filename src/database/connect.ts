@@ -1,7 +1,6 @@
 import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely } from 'kysely';
 import { describeValue } from '../guard/describe-value.js';
-import type { Dialect } from '../guard/dialect.js';
-import type { Logger } from '../guard/logger.js';
+import type { Dialect, OpenSettings } from '../guard/dialect.js';
 import { adoptMysqlPool, isMysqlPool, type MysqlPoolLike } from '../mysql/connection.js';
 import { mysqlDialect } from '../mysql/dialect.js';
 import { adoptPostgresPool, isPostgresPool, type PostgresPoolLike } from '../postgres/connection.js';
@@ -52,8 +51,8 @@ export function dialectOf(input: DatabaseInput): Dialect {
  * Opens a pool the guard owns from a URL (lazily: nothing connects before the first statement), or
  * wraps the handle the user passed in. `dialect` is `dialectOf(input)`.
  */
-export function openDatabase(input: DatabaseInput, dialect: Dialect, logger: Logger): OpenedDatabase {
-  if (typeof input === 'string') return { ...dialect.open(input, logger), dialect, owned: true };
+export function openDatabase(input: DatabaseInput, dialect: Dialect, settings: OpenSettings): OpenedDatabase {
+  if (typeof input === 'string') return { ...dialect.open(input, settings), dialect, owned: true };
   if (isKysely(input)) return { db: input as unknown as Kysely<unknown>, dialect, owned: false, native: undefined };
   if (isPostgresPool(input)) return { db: adoptPostgresPool(input), dialect, owned: false, native: input };
   if (isMysqlPool(input)) return { db: adoptMysqlPool(input), dialect, owned: false, native: input };

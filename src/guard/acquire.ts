@@ -17,19 +17,35 @@ const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: '
 export async function acquireLock(environment: ExecuteEnvironment, job: ResolvedJob, slot: Date | null): Promise<HeldLock | Skip> {
   // A fresh token per execution is the ownership check; locked_by is only for humans.
   const request: AcquireRequest = { token: randomUUID(), lockedBy: environment.lockedBy, slot };
+  const pending = environment.pendingAcquires.get(job.name);
+  if (pending !== undefined) {
+    // Another execution of this job in this process is taking the lock: whatever it gets, this
+    // one would lose to it. Sending a second acquire would only queue it behind the first (on a
+    // row lock, a pool connection, a dead server): a hung database would pile one up per tick.
+    if (!pending.timedOut) return skipped(environment, job, request, 'locked');
+    const message = `The previous acquire of job "${job.name}" has still not answered after acquireTimeout, so the run was skipped without sending another`;
+    return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
+  }
   // The deadline counts from before the acquire is sent: the lock's expiry on the database clock
   // cannot be earlier than this plus lockAtMostFor.
   const acquireSentAt = performance.now();
   const acquiring = environment.store.acquire(job, request);
+  const entry = { timedOut: false };
+  environment.pendingAcquires.set(job.name, entry);
+  const forget = (): void => {
+    if (environment.pendingAcquires.get(job.name) === entry) environment.pendingAcquires.delete(job.name);
+  };
+  acquiring.then(forget, forget);
   let outcome: AcquireOutcome | typeof TIMED_OUT;
   try {
     outcome = await withTimeout(acquiring, environment.statementTimeoutMs);
   } catch (cause) {
-    return failed(environment, job, slot, acquireError(environment.dialect, job, cause));
+    return failed(environment, job, slot, acquireError(environment.dialect, job, cause, environment.statementTimeoutMs));
   }
   if (outcome === TIMED_OUT) {
     // Skipped rather than piled up behind a hung database. If the acquire still wins later,
     // nobody runs under that lock: give it back at once.
+    entry.timedOut = true;
     acquiring.then(
       (late) => {
         // releaseLock never rejects. The slot, if any, stays marked as run: nothing ran it.
@@ -44,9 +60,13 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
     if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
     return { job, request, acquireSentAt };
   }
+  return skipped(environment, job, request, outcome);
+}
+
+async function skipped(environment: ExecuteEnvironment, job: ResolvedJob, request: AcquireRequest, reason: 'locked' | 'slot-done'): Promise<Skip> {
   if (environment.recordSkips) await recordSkip(environment, job, request);
-  if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot, reason: outcome });
-  return outcome === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
+  if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot: request.slot, reason });
+  return reason === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
 }
 
 export function isHeld(value: HeldLock | Skip): value is HeldLock {
@@ -68,7 +88,13 @@ async function recordSkip(environment: ExecuteEnvironment, job: ResolvedJob, req
   }
 }
 
-function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown): GuardError {
+function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown, timeoutMs: number): GuardError {
+  if (dialect.isLockWaitTimeout(cause)) {
+    return new GuardError('ACQUIRE_TIMEOUT', `Taking the lock of job "${job.name}" waited for another connection's lock past ${timeoutMs} ms, so the run was skipped`, {
+      cause,
+      job: job.name,
+    });
+  }
   if (dialect.isMissingTable(cause)) {
     return new GuardError(
       'TABLE_MISSING',

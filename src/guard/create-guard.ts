@@ -53,7 +53,7 @@ export class Guard {
     const resolved = resolveGuardOptions(options);
     const { dialect, tables } = resolved;
     // Opened last, once every option is known good: a failed createGuard leaves nothing open.
-    const opened = openDatabase(resolved.database, dialect, resolved.logger);
+    const opened = openDatabase(resolved.database, dialect, { logger: resolved.logger, acquireTimeoutMs: resolved.acquireTimeoutMs });
     this.#options = resolved;
     this.dialect = dialect.name;
     this.#db = opened.db;
@@ -66,6 +66,7 @@ export class Guard {
       events: new GuardEvents(resolved.logger),
       recordSkips: resolved.recordSkips,
       running: new Set(),
+      pendingAcquires: new Map(),
       statementTimeoutMs: resolved.acquireTimeoutMs,
       isStopping: () => this.#closed,
     };

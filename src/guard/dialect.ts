@@ -110,8 +110,20 @@ export interface Dialect {
   createLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore;
   /** True for the driver's "no such table" error, so that the message can say to migrate. */
   isMissingTable(error: unknown): boolean;
+  /**
+   * True for the driver's "gave up waiting for a lock" error (SQLite's busy timeout, PostgreSQL's
+   * lock_timeout, InnoDB's lock wait timeout): an acquire that waited too long, not a broken database.
+   */
+  isLockWaitTimeout(error: unknown): boolean;
   /** True for a migration error that only means another process migrated at the same moment. */
   isMigrationRace(error: unknown): boolean;
   /** Opens a pool the guard owns (and ends on close) from a URL; `native` is the driver's pool. */
-  open(url: string, logger: Logger): { db: Kysely<unknown>; native: unknown };
+  open(url: string, settings: OpenSettings): { db: Kysely<unknown>; native: unknown };
+}
+
+/** What a dialect needs from the guard's options to open a pool of its own. */
+export interface OpenSettings {
+  readonly logger: Logger;
+  /** SQLite: the busy timeout, so that a write lock held elsewhere cannot hold an acquire longer. */
+  readonly acquireTimeoutMs: number;
 }

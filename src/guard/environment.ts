@@ -15,6 +15,12 @@ export interface ExecuteEnvironment {
   readonly recordSkips: boolean;
   /** The executions whose job is running now, for shutdown to signal. */
   readonly running: Set<Execution>;
+  /**
+   * The jobs whose acquire is under way in this process, and whether it has outlived
+   * acquireTimeout. Their other runs are skipped without sending another acquire, so a hung
+   * database holds at most one acquire per job.
+   */
+  readonly pendingAcquires: Map<string, { timedOut: boolean }>;
   /** How long an acquire, an extend or a release may take before the guard gives up on it. */
   readonly statementTimeoutMs: number;
   /** Whether the guard is shutting down: a job that starts now is told to stop at once. */

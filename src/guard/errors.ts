@@ -2,7 +2,10 @@
 export type GuardErrorCode =
   /** The acquire statement failed (database unreachable, permission…). The run was skipped. */
   | 'ACQUIRE_FAILED'
-  /** The acquire statement took longer than `acquireTimeout`. The run was skipped. */
+  /**
+   * The acquire statement took longer than `acquireTimeout`, or the previous acquire of the same
+   * job is still waiting after it (no second one is sent). The run was skipped.
+   */
   | 'ACQUIRE_TIMEOUT'
   /** The release statement failed. The lock expires by itself at `lockAtMostFor`. */
   | 'RELEASE_FAILED'

@@ -1,6 +1,6 @@
 import { Kysely, MysqlDialect, type MysqlPool } from 'kysely';
 import { createPool } from 'mysql2';
-import type { Logger } from '../guard/logger.js';
+import type { OpenSettings } from '../guard/dialect.js';
 
 /**
  * Structural type of a mysql2 pool, callback (`mysql2.createPool`) or promise
@@ -25,7 +25,7 @@ function isCallbackPool(value: unknown): boolean {
 }
 
 /** A pool the guard owns, from a `mysql://` URL. */
-export function openMysql(url: string, logger: Logger): { db: Kysely<unknown>; native: unknown } {
+export function openMysql(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: unknown } {
   const pool = createPool({
     uri: url,
     connectionLimit: 10,

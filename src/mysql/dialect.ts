@@ -2,7 +2,7 @@ import type { Dialect } from '../guard/dialect.js';
 import { openMysql } from './connection.js';
 import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
-import { isMysqlMissingTable, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
+import { isMysqlLockWaitTimeout, isMysqlMissingTable, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
 export const mysqlDialect: Dialect = {
   name: 'mysql',
@@ -13,6 +13,7 @@ export const mysqlDialect: Dialect = {
   reads: mysqlReads,
   createLockStore: createMysqlLockStore,
   isMissingTable: isMysqlMissingTable,
+  isLockWaitTimeout: isMysqlLockWaitTimeout,
   // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
   isMigrationRace: () => false,
   open: openMysql,

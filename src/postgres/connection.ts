@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import type { Logger } from '../guard/logger.js';
+import type { OpenSettings } from '../guard/dialect.js';
 
 /** Structural type of a node-postgres `Pool`, so that the public API does not need `@types/pg`. */
 export interface PostgresPoolLike {
@@ -16,7 +16,7 @@ export function isPostgresPool(value: object): value is PostgresPoolLike {
 }
 
 /** A pool the guard owns, from a `postgres://` URL. */
-export function openPostgres(url: string, logger: Logger): { db: Kysely<unknown>; native: pg.Pool } {
+export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: pg.Pool } {
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,

@@ -2,7 +2,7 @@ import type { Dialect } from '../guard/dialect.js';
 import { openPostgres } from './connection.js';
 import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
-import { isPostgresMissingTable, postgresColumnTypes } from './schema.js';
+import { isPostgresLockWaitTimeout, isPostgresMissingTable, postgresColumnTypes } from './schema.js';
 
 export const postgresDialect: Dialect = {
   name: 'postgres',
@@ -13,6 +13,7 @@ export const postgresDialect: Dialect = {
   reads: postgresReads,
   createLockStore: createPostgresLockStore,
   isMissingTable: isPostgresMissingTable,
+  isLockWaitTimeout: isPostgresLockWaitTimeout,
   // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
   isMigrationRace: () => false,
   open: openPostgres,

@@ -12,6 +12,11 @@ export const postgresColumnTypes: ColumnTypes = {
   text: 'text',
 };
 
+/** lock_not_available: lock_timeout passed (a user may set one on the pool's sessions). */
+export function isPostgresLockWaitTimeout(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '55P03';
+}
+
 /** undefined_table */
 export function isPostgresMissingTable(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '42P01';

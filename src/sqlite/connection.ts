@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
+import type { OpenSettings } from '../guard/dialect.js';
 import type { LazySqliteDatabase } from './statement-runner.js';
 
 /** Structural type of a better-sqlite3 `Database`, so that the public API does not need its types. */
@@ -24,15 +25,16 @@ export function sqlitePath(url: string): string {
  * A database the guard owns, from a `sqlite:` URL. Opened at the first statement, like a server
  * pool connects: a guard that is never used creates no file and holds no handle.
  */
-export function openSqlite(url: string): { db: Kysely<unknown>; native: LazySqliteDatabase } {
+export function openSqlite(url: string, { acquireTimeoutMs }: OpenSettings): { db: Kysely<unknown>; native: LazySqliteDatabase } {
   const path = sqlitePath(url);
   let database: Database.Database | undefined;
   const lazy: LazySqliteDatabase = {
     get() {
       if (database === undefined) {
-        // better-sqlite3's default `timeout` (5 s) is the busy timeout: a writer in another
-        // process makes this one wait, not fail.
-        database = new Database(path);
+        // The busy timeout: a writer in another process makes this one wait, not fail, but no
+        // longer than acquireTimeout. better-sqlite3's wait is synchronous, so no timer could cut
+        // it: this is the only bound an acquire has on SQLite.
+        database = new Database(path, { timeout: acquireTimeoutMs });
         // WAL lets readers and the one writer proceed at once across processes; NORMAL sync is
         // durable against a process crash, which is the failure a lock row has to survive.
         database.pragma('journal_mode = WAL');

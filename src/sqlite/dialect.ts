@@ -2,7 +2,7 @@ import type { Dialect } from '../guard/dialect.js';
 import { openSqlite } from './connection.js';
 import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
-import { isSqliteMigrationRace, isSqliteMissingTable, sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
+import { isSqliteMigrationRace, isSqliteLockWaitTimeout, isSqliteMissingTable, sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
@@ -13,6 +13,7 @@ export const sqliteDialect: Dialect = {
   reads: sqliteReads,
   createLockStore: createSqliteLockStore,
   isMissingTable: isSqliteMissingTable,
+  isLockWaitTimeout: isSqliteLockWaitTimeout,
   isMigrationRace: isSqliteMigrationRace,
   open: openSqlite,
 };

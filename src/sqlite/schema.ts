@@ -18,6 +18,12 @@ export const sqliteColumnTypes: ColumnTypes = {
 /** A text primary key needs no second b-tree. */
 export const sqliteCreateTableSuffix = 'WITHOUT ROWID';
 
+/** SQLITE_BUSY (and its extended codes): the busy timeout passed while another connection wrote. */
+export function isSqliteLockWaitTimeout(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
 export function isSqliteMissingTable(error: unknown): boolean {
   return error instanceof Error && /no such table/.test(error.message);
 }
