@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
 import { quotedTable } from '../database/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
@@ -6,6 +6,10 @@ import { mysqlTime } from './reads.js';
 
 /** ER_DUP_ENTRY */
 const DUPLICATE_KEY = 1062;
+/** ER_LOCK_DEADLOCK */
+const DEADLOCK = 1213;
+/** Attempts of a statement that InnoDB chose as a deadlock victim. */
+const DEADLOCK_ATTEMPTS = 3;
 /**
  * How long a process trusts that a job's row exists before it checks again with an INSERT. Bounds
  * how long a row deleted by hand can keep this process skipping the job.
@@ -83,6 +87,21 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
 
+  // Every statement goes through here. Replicas creating lock rows and starting runs for many new
+  // jobs at once take InnoDB gap and next-key locks in the same index ranges, and InnoDB breaks the
+  // resulting deadlocks by rolling one statement back (seen: 1,000 new jobs fired at once by two
+  // replicas). A rolled-back autocommit statement had no effect at all, so it is sent again; a
+  // victim that gave up instead would leave its job run by nobody for that slot.
+  async function execute<Row>(sql: string, parameters: unknown[]): Promise<QueryResult<Row>> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await db.executeQuery<Row>(CompiledQuery.raw(sql, parameters));
+      } catch (error) {
+        if ((error as { errno?: unknown }).errno !== DEADLOCK || attempt >= DEADLOCK_ATTEMPTS) throw error;
+      }
+    }
+  }
+
   /** Job name → when this process last saw its row exist (performance.now()). */
   const rowSeenAt = new Map<string, number>();
 
@@ -98,11 +117,9 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
 
   async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
     try {
-      await db.executeQuery(
-        CompiledQuery.raw(startSql, [token, slot, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]),
-      );
+      await execute(startSql, [token, slot, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]);
     } catch (error) {
-      await db.executeQuery(CompiledQuery.raw(abortSql, [job.name, token])).catch(() => undefined);
+      await execute(abortSql, [job.name, token]).catch(() => undefined);
       throw error;
     }
     return 'acquired';
@@ -110,7 +127,7 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
 
   async function loss(job: ResolvedJob, slot: string | null): Promise<AcquireOutcome> {
     if (slot === null) return 'locked';
-    const result = await db.executeQuery<{ outcome: AcquireOutcome }>(CompiledQuery.raw(lossSql, [slot, job.name]));
+    const result = await execute<{ outcome: AcquireOutcome }>(lossSql, [slot, job.name]);
     return result.rows[0]?.outcome ?? 'locked';
   }
 
@@ -118,9 +135,7 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
     async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
       const micros = Math.round(job.lockAtMostForMs * 1_000);
       const slotText = slot === null ? null : mysqlTime(slot);
-      const taken = await db.executeQuery(
-        CompiledQuery.raw(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText]),
-      );
+      const taken = await execute(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText]);
       if (taken.numAffectedRows === 1n) {
         rowSeenAt.set(job.name, performance.now());
         return start(job, token, slotText);
@@ -129,7 +144,7 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
       if (seenAt !== undefined && performance.now() - seenAt < ROW_KNOWN_FOR_MS) return loss(job, slotText);
       let created: boolean;
       try {
-        await db.executeQuery(CompiledQuery.raw(createSql, [job.name, micros, lockedBy, token, slotText]));
+        await execute(createSql, [job.name, micros, lockedBy, token, slotText]);
         created = true;
       } catch (error) {
         if ((error as { errno?: unknown }).errno !== DUPLICATE_KEY) throw error;
@@ -140,23 +155,21 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       const micros = Math.round(job.lockAtLeastForMs * 1_000);
-      const result = await db.executeQuery(
-        CompiledQuery.raw(releaseSql, [job.name, micros, outcome.status, outcome.error, token]),
-      );
+      const result = await execute(releaseSql, [job.name, micros, outcome.status, outcome.error, token]);
       if (result.numAffectedRows !== 0n) return result.numAffectedRows === 2n;
       // No run row: release the lock by itself (clearing the token changes the row, so 1 means
       // released with or without CLIENT_FOUND_ROWS).
-      const released = await db.executeQuery(CompiledQuery.raw(releaseLockOnlySql, [micros, job.name, token]));
+      const released = await execute(releaseLockOnlySql, [micros, job.name, token]);
       return released.numAffectedRows === 1n;
     },
     async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
       const micros = Math.round(durationMs * 1_000);
-      const result = await db.executeQuery(CompiledQuery.raw(extendSql, [micros, micros, job.name, token]));
+      const result = await execute(extendSql, [micros, micros, job.name, token]);
       return (result.numAffectedRows ?? 0n) > 0n;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
       const slotText = slot === null ? null : mysqlTime(slot);
-      await db.executeQuery(CompiledQuery.raw(skipSql, [token, job.name, slotText, lockedBy, Math.round(job.lockAtMostForMs)]));
+      await execute(skipSql, [token, job.name, slotText, lockedBy, Math.round(job.lockAtMostForMs)]);
     },
   };
 }

@@ -15,16 +15,18 @@ export interface Worker<Message> {
 
 /**
  * `clockOffset` (e.g. '+30s') runs the worker under Debian's faketime: its wall clock, and so
- * node-cron's timers and slot dates, are off by that much.
+ * node-cron's timers and slot dates, are off by that much. `exposeGc` gives the worker `gc()`, to
+ * measure memory after a collection.
  */
 export function startWorker<Message extends { type: string }>(
   fixture: string,
   args: string[],
-  options: { clockOffset?: string } = {},
+  options: { clockOffset?: string; exposeGc?: boolean } = {},
 ): Worker<Message> {
   const path = fileURLToPath(new URL(`../fixtures/${fixture}`, import.meta.url));
-  const viaFaketime = options.clockOffset === undefined ? {} : { execPath: 'faketime', execArgv: ['-f', options.clockOffset, process.execPath, '--import', 'tsx'] };
-  const child = fork(path, args, { execArgv: ['--import', 'tsx'], ...viaFaketime, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const nodeArgs = ['--import', 'tsx', ...(options.exposeGc === true ? ['--expose-gc'] : [])];
+  const viaFaketime = options.clockOffset === undefined ? {} : { execPath: 'faketime', execArgv: ['-f', options.clockOffset, process.execPath, ...nodeArgs] };
+  const child = fork(path, args, { execArgv: nodeArgs, ...viaFaketime, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const queue: Message[] = [];
   const received: Message[] = [];
   const waiting: { type: string; resolve: (message: Message) => void; reject: (error: Error) => void }[] = [];
