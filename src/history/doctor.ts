@@ -17,8 +17,16 @@ export interface JobDiagnosis {
   /** The lockAtMostFor of the newest run. */
   readonly lockAtMostForMs: number | null;
   readonly suggestedLockAtMostForMs: number | null;
+  /**
+   * How far ahead of the database's clock the furthest slot ran (its slot time minus its start on
+   * the database clock), when over a second: the clock of the replica that ran it is fast.
+   */
+  readonly slotAheadMs: number | null;
   readonly problems: string[];
 }
+
+/** A slot that starts this much before its own time, on the database clock, means a fast replica clock. */
+export const SLOT_AHEAD_TOLERANCE_MS = 1_000;
 
 /** How many of a job's newest runs doctor reads. */
 export const RUNS_PER_JOB = 1_000;
@@ -53,7 +61,16 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
     maxMs,
     lockAtMostForMs,
     suggestedLockAtMostForMs: maxMs === null ? null : suggestLockAtMostFor(maxMs),
+    slotAheadMs: null as number | null,
   };
+  // A run that started before its own slot time (on the database clock) ran on a replica whose
+  // clock is ahead. Slots are deduplicated by the furthest slot that ran, so while that replica
+  // runs it takes every slot, and if it stops the others skip slots until real time catches up.
+  const ahead = runs
+    .filter((run) => run.slot !== null && run.status !== 'skipped')
+    .map((run) => ({ run, ms: (run.slot?.getTime() ?? 0) - run.startedAt.getTime() }))
+    .reduce<{ run: RunRecord; ms: number } | undefined>((furthest, entry) => (furthest === undefined || entry.ms > furthest.ms ? entry : furthest), undefined);
+  if (ahead !== undefined && ahead.ms > SLOT_AHEAD_TOLERANCE_MS) diagnosis.slotAheadMs = ahead.ms;
   const problems: string[] = [];
   if (maxMs !== null && lockAtMostForMs !== null && maxMs > lockAtMostForMs / 2) {
     problems.push(`longest run (${maxMs} ms) passed half of lockAtMostFor (${lockAtMostForMs} ms)`);
@@ -61,6 +78,12 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   if (diagnosis.overran > 0) problems.push(`${diagnosis.overran} run(s) overran their lock`);
   if (diagnosis.abandoned > 0) problems.push(`${diagnosis.abandoned} run(s) abandoned`);
   if (diagnosis.stuck > 0) problems.push(`${diagnosis.stuck} run(s) still 'running' after their lock expired`);
+  if (ahead !== undefined && diagnosis.slotAheadMs !== null) {
+    problems.push(
+      `a slot ran ${Math.round(diagnosis.slotAheadMs / 1_000)} s before its time on the database clock: the clock of ${ahead.run.lockedBy} is fast ` +
+        '(it runs every slot, and if it stops the other replicas skip slots until real time catches up; sync the clocks with NTP)',
+    );
+  }
   return { ...diagnosis, problems };
 }
 

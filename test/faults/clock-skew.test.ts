@@ -35,19 +35,20 @@ describe.each(targets)('replicas with skewed clocks on $name', (target) => {
     await scenario('clock-skew', target.name, async () => {
       const url = databaseUrl(target);
       const prefix = uniquePrefix();
-      await guardOn(url, prefix).guard.migrate();
-      const received: { at: number; slot: string; pid: number }[] = [];
+      const { guard } = guardOn(url, prefix);
+      await guard.migrate();
+      const received: { at: number; slot: string; replica: number }[] = [];
       const offsets = ['+30s', '+0s', '-30s'];
       const replicas: Worker<ReplicaMessage>[] = offsets.map((clockOffset) =>
         startWorker<ReplicaMessage>('cron-replica.ts', [url, prefix, 'schedule', '200', '0', '9000'], { clockOffset }),
       );
       await Promise.all(replicas.map((replica) => replica.next('ready')));
-      for (const replica of replicas) {
+      replicas.forEach((replica, index) => {
         replica.child.on('message', (message: ReplicaMessage) => {
           // When the run started, by this process's (true) clock.
-          if (message.type === 'started') received.push({ at: Date.now(), slot: message.slot, pid: message.pid });
+          if (message.type === 'started') received.push({ at: Date.now(), slot: message.slot, replica: index });
         });
-      }
+      });
       await Promise.all(replicas.map((replica) => replica.exited));
 
       const slots = received.map((run) => run.slot);
@@ -59,7 +60,10 @@ describe.each(targets)('replicas with skewed clocks on $name', (target) => {
       for (const second of seconds) perSecond.set(second, (perSecond.get(second) ?? 0) + 1);
       let gaps = 0;
       for (let second = first; second <= last; second += 1) if (!perSecond.has(second)) gaps += 1;
-      const byReplica = offsets.map((offset, index) => `${offset}: ${received.filter((run) => run.pid === replicas[index]?.child.pid).length}`);
+      // doctor sees the fast clock: slots that started before their time on the database clock.
+      const [diagnosis] = await guard.doctor();
+      const fastClockReported = diagnosis?.problems.some((problem) => /clock of replica-\d+ is fast/.test(problem)) === true;
+      const byReplica = offsets.map((offset, index) => `${offset}: ${received.filter((run) => run.replica === index).length}`);
       return {
         done: '3 node-cron replicas (every second, 9 s) at +30 s, 0, −30 s',
         times: received.length,
@@ -67,9 +71,10 @@ describe.each(targets)('replicas with skewed clocks on $name', (target) => {
           'slot run twice': slots.length - new Set(slots).size,
           'second without a run': gaps,
           'second with two runs': [...perSecond.values()].filter((count) => count > 1).length,
+          'fast clock not reported by doctor': fastClockReported ? 0 : 1,
         },
         // The slot watermark follows the fastest clock: see docs/guarantees.md.
-        figures: `runs per replica ${byReplica.join(', ')}`,
+        figures: `runs per replica ${byReplica.join(', ')}; doctor: slots ran up to ${Math.round((diagnosis?.slotAheadMs ?? 0) / 1_000)} s ahead of the database clock`,
       };
     });
   }, 60_000);
