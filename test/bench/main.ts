@@ -12,6 +12,7 @@ import { openDriver } from './drivers.js';
 import { contention, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures } from './figures.js';
 import { ratio, us, type Summary } from './measure.js';
+import { tickLatency, tickLatencyLines, type TickLatencyFigure, type TickSize } from './tick-latency.js';
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, smoke: { type: 'boolean' }, out: { type: 'string' } } });
 const mode = values.smoke === true ? 'smoke' : values.quick === true ? 'quick' : 'full';
@@ -19,11 +20,23 @@ const iterations = { full: 2_000, quick: 200, smoke: 20 }[mode];
 const memoryCounts = { full: [1_000, 100_000], quick: [1_000, 10_000], smoke: [100, 1_000] }[mode] as [number, number];
 /** Figure 5: processes, contenders per process, job names, slots. The issue's full size (100 × 1,000) takes too long here. */
 const contentionSize = { full: [8, 2, 100, 20], quick: [8, 2, 20, 5], smoke: [2, 2, 3, 2] }[mode] as [number, number, number, number];
+/**
+ * Figure 7: jobs × slots, at least 30 (job, slot) pairs except in smoke. Full: 15 once-a-minute jobs
+ * × 2 minute boundaries (about 2.5 minutes) beside pg-boss and graphile-worker, whose crontabs have
+ * minute granularity. Quick and smoke cannot wait for a minute boundary: cronguard alone on a
+ * once-a-second schedule, many jobs × few slots, as start-up (~3 s for 3 tsx processes) dominates.
+ */
+const tickSize: TickSize = {
+  full: { cron: 'minute', jobs: 15, slots: 2 } as const,
+  quick: { cron: 'second', jobs: 10, slots: 3 } as const,
+  smoke: { cron: 'second', jobs: 2, slots: 3 } as const,
+}[mode];
 const out = values.out ?? (mode === 'smoke' ? join(mkdtempSync(join(tmpdir(), 'cronguard-bench-')), 'BENCHMARKS.md') : 'BENCHMARKS.md');
 
 const servers: RunningDatabase[] = [];
 const results: { dialect: DialectName; version: string; figures: DialectFigures; contention: ContentionFigure }[] = [];
 let memory: { smallMb: number; largeMb: number; growthMb: number } | undefined;
+let ticks: TickLatencyFigure | undefined;
 const started = Date.now();
 try {
   const sqliteDir = mkdtempSync(join(tmpdir(), 'cronguard-bench-sqlite-'));
@@ -47,6 +60,11 @@ try {
       await driver.close();
     }
   }
+  console.error(
+    `cronguard bench: tick-to-start latency on PostgreSQL, ${tickSize.jobs} jobs × ${tickSize.slots} ${tickSize.cron} slots` +
+      `${tickSize.cron === 'minute' ? ' beside pg-boss and graphile-worker (about 2.5 minutes)' : ''}…`,
+  );
+  ticks = await tickLatency(postgres.url, tickSize);
   console.error(`cronguard bench: memory, ${memoryCounts[0]} then ${memoryCounts[1]} executions on SQLite…`);
   memory = await memoryGrowth(`sqlite:${join(sqliteDir, 'memory.sqlite')}`, ...memoryCounts);
 } finally {
@@ -149,6 +167,9 @@ function report(): string {
         `| ${r.dialect} | ${cells(r.figures.overhead.guard)} | ${cells(r.figures.overhead.direct)} | ${ratio(r.figures.overhead.ratio)} | ${verdict(r.figures.overhead.ratio <= 1.15)} |`,
     ),
     '',
+    '## 7. Tick-to-start latency',
+    '',
+    ...(ticks === undefined ? ['Not measured.', ''] : tickLatencyLines(ticks, mode)),
     '## 8. Memory',
     '',
     memory === undefined
@@ -159,7 +180,7 @@ function report(): string {
     '',
     '## Not measured yet',
     '',
-    '7 (tick-to-start latency beside pg-boss and graphile-worker) and 9 (capacity of one server) are not in this harness yet.',
+    '9 (capacity of one server) is not in this harness yet.',
     '',
   ];
   return lines.join('\n');
