@@ -9,6 +9,7 @@ import { CompiledQuery } from 'kysely';
 import type { DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres, type RunningDatabase } from '../setup/databases.js';
 import { openDriver } from './drivers.js';
+import { capacityLines } from './capacity.js';
 import { contention, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures } from './figures.js';
 import { ratio, us, type Summary } from './measure.js';
@@ -178,10 +179,9 @@ function report(): string {
         `${memory.largeMb.toFixed(1)} MB; growth ${memory.growthMb.toFixed(1)} MB. Target < 5 MB: ${verdict(memory.growthMb < 5)}` +
         `${globalThis.gc === undefined ? ' (run without --expose-gc: RSS includes uncollected garbage)' : ''}.`,
     '',
-    '## Not measured yet',
+    '## 9. Capacity of one server',
     '',
-    '9 (capacity of one server) is not in this harness yet.',
-    '',
+    ...capacityLines(results),
   ];
   return lines.join('\n');
 }
