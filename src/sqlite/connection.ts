@@ -39,6 +39,10 @@ export function openSqlite(url: string, { acquireTimeoutMs }: OpenSettings): { d
         // durable against a process crash, which is the failure a lock row has to survive.
         database.pragma('journal_mode = WAL');
         database.pragma('synchronous = NORMAL');
+        // SQLite's own default page cache (2 MB), not better-sqlite3's 16 MB: the guard touches a
+        // few lock rows and appends to the history, and a larger cache only grew the process's
+        // memory with the history table (+43 MB over 100,000 runs, the heap flat).
+        database.pragma('cache_size = -2000');
       }
       return database;
     },
