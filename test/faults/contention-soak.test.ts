@@ -60,8 +60,8 @@ describe.each(dialectTargets())('contention soak on $name', (target) => {
         console.error(`missed job ${job} slot ${slot}: ${why.map((skip) => `${skip.reason} at +${skip.at - due} ms`).join(', ')}`);
       }
       const raw = await openRaw(target.name, url);
-      const [history] = await raw.query<{ n: number | string }>(`SELECT count(*) AS n FROM ${prefix}runs WHERE status = 'succeeded'`);
-      const [others] = await raw.query<{ n: number | string }>(`SELECT count(*) AS n FROM ${prefix}runs WHERE status <> 'succeeded'`);
+      const [history] = await raw.query<{ n: number | string }>(`SELECT count(*) AS n FROM ${prefix}runs WHERE job_name LIKE 'soak-%' AND status = 'succeeded'`);
+      const [others] = await raw.query<{ n: number | string }>(`SELECT count(*) AS n FROM ${prefix}runs WHERE job_name LIKE 'soak-%' AND status <> 'succeeded'`);
       await raw.close();
       const skips = (reason: string): number => reports.reduce((sum, report) => sum + (report.skips[reason] ?? 0), 0);
       const errors = reports.flatMap((report) => report.errors);
