@@ -144,6 +144,33 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       expect(statuses).toContainEqual(['failed', 'not run: the acquire answered after acquireTimeout']);
     });
 
+    it.skipIf(target.name === 'sqlite')('keeps one acquire per job while it hangs, and sends one more after ten acquireTimeouts', async () => {
+      const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 100 });
+      const job = { name: 'one-at-a-time', lockAtMostFor: '1m' };
+      await guard.run(job, () => 1);
+      const raw = await openRaw(target.name, url);
+      await raw.exec(target.name === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
+      await raw.query(`SELECT * FROM ${prefix}locks FOR UPDATE`);
+      try {
+        const sent = performance.now();
+        const message = async (): Promise<string> => {
+          const result = await guard.run(job, () => 'ran');
+          if (result.executed || result.reason !== 'error') throw new Error(`expected an error skip, got ${JSON.stringify(result)}`);
+          expect(result.error.code).toBe('ACQUIRE_TIMEOUT');
+          return result.error.message;
+        };
+        expect(await message()).toMatch(/took over 100 ms/);
+        // The first acquire still waits on the row: the next run sends nothing.
+        expect(await message()).toMatch(/has still not answered/);
+        // Ten acquireTimeouts on, it may never answer: one fresh acquire goes out.
+        await sleep(sent + 1_050 - performance.now());
+        expect(await message()).toMatch(/took over 100 ms/);
+      } finally {
+        await raw.exec('COMMIT');
+        await raw.close();
+      }
+    });
+
     it.skipIf(target.name !== 'postgres')('puts its tables in the schema of a schema-qualified tablePrefix', async () => {
       const schema = `s${uniquePrefix()}`.slice(0, 30).replace(/_$/, '');
       const { guard, url } = guardOn((await migratedGuard(target)).url, `${schema}.jobs_`);

@@ -7,6 +7,9 @@ import { releaseLock } from './release.js';
 import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
 import { TIMED_OUT, withTimeout } from './timeout.js';
 
+/** After this many acquireTimeouts, an acquire that never answered no longer holds back the next one. */
+const STALE_AFTER_TIMEOUTS = 10;
+
 const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: 'not run: the acquire answered after acquireTimeout' });
 
 /**
@@ -18,19 +21,29 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
   // A fresh token per execution is the ownership check; locked_by is only for humans.
   const request: AcquireRequest = { token: randomUUID(), lockedBy: environment.lockedBy, slot };
   const pending = environment.pendingAcquires.get(job.name);
-  if (pending !== undefined) {
+  // An acquire that has not answered for ten times acquireTimeout may never answer (a server that
+  // vanished without closing the connection): past that, one fresh acquire may go out, so that a
+  // process recovers without a restart once the database is back.
+  if (pending !== undefined && performance.now() - pending.sentAt < STALE_AFTER_TIMEOUTS * environment.statementTimeoutMs) {
     // Another execution of this job in this process is taking the lock: whatever it gets, this
     // one would lose to it. Sending a second acquire would only queue it behind the first (on a
     // row lock, a pool connection, a dead server): a hung database would pile one up per tick.
-    if (!pending.timedOut) return skipped(environment, job, request, 'locked');
+    // Not recorded as a skipped run either: that too would be a statement behind the first.
+    if (!pending.timedOut) return skipped(environment, job, request, 'locked', { record: false });
     const message = `The previous acquire of job "${job.name}" has still not answered after acquireTimeout, so the run was skipped without sending another`;
     return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
   }
   // The deadline counts from before the acquire is sent: the lock's expiry on the database clock
   // cannot be earlier than this plus lockAtMostFor.
   const acquireSentAt = performance.now();
-  const acquiring = environment.store.acquire(job, request);
-  const entry = { timedOut: false };
+  let acquiring: Promise<AcquireOutcome>;
+  try {
+    acquiring = environment.store.acquire(job, request);
+  } catch (cause) {
+    // A store that throws before it has a promise (a driver that cannot even open) still skips.
+    return failed(environment, job, slot, acquireError(environment.dialect, job, cause));
+  }
+  const entry = { timedOut: false, sentAt: acquireSentAt };
   environment.pendingAcquires.set(job.name, entry);
   const forget = (): void => {
     if (environment.pendingAcquires.get(job.name) === entry) environment.pendingAcquires.delete(job.name);
@@ -40,7 +53,7 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
   try {
     outcome = await withTimeout(acquiring, environment.statementTimeoutMs);
   } catch (cause) {
-    return failed(environment, job, slot, acquireError(environment.dialect, job, cause, environment.statementTimeoutMs));
+    return failed(environment, job, slot, acquireError(environment.dialect, job, cause));
   }
   if (outcome === TIMED_OUT) {
     // Skipped rather than piled up behind a hung database. If the acquire still wins later,
@@ -63,8 +76,14 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
   return skipped(environment, job, request, outcome);
 }
 
-async function skipped(environment: ExecuteEnvironment, job: ResolvedJob, request: AcquireRequest, reason: 'locked' | 'slot-done'): Promise<Skip> {
-  if (environment.recordSkips) await recordSkip(environment, job, request);
+async function skipped(
+  environment: ExecuteEnvironment,
+  job: ResolvedJob,
+  request: AcquireRequest,
+  reason: 'locked' | 'slot-done',
+  { record }: { record: boolean } = { record: true },
+): Promise<Skip> {
+  if (record && environment.recordSkips) await recordSkip(environment, job, request);
   if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot: request.slot, reason });
   return reason === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
 }
@@ -88,9 +107,11 @@ async function recordSkip(environment: ExecuteEnvironment, job: ResolvedJob, req
   }
 }
 
-function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown, timeoutMs: number): GuardError {
+function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown): GuardError {
   if (dialect.isLockWaitTimeout(cause)) {
-    return new GuardError('ACQUIRE_TIMEOUT', `Taking the lock of job "${job.name}" waited for another connection's lock past ${timeoutMs} ms, so the run was skipped`, {
+    // The wait was cut by the database's own lock timeout (SQLite's busy timeout, which a guard
+    // opened from a URL sets to acquireTimeout; lock_timeout; innodb_lock_wait_timeout).
+    return new GuardError('ACQUIRE_TIMEOUT', `Taking the lock of job "${job.name}" gave up waiting for another connection's lock, so the run was skipped`, {
       cause,
       job: job.name,
     });

@@ -16,11 +16,11 @@ export interface ExecuteEnvironment {
   /** The executions whose job is running now, for shutdown to signal. */
   readonly running: Set<Execution>;
   /**
-   * The jobs whose acquire is under way in this process, and whether it has outlived
-   * acquireTimeout. Their other runs are skipped without sending another acquire, so a hung
-   * database holds at most one acquire per job.
+   * The jobs whose acquire is under way in this process, whether it has outlived acquireTimeout,
+   * and when it was sent (performance.now()). Their other runs are skipped without sending another
+   * acquire, so a hung database holds one acquire per job (one more every ten acquireTimeouts).
    */
-  readonly pendingAcquires: Map<string, { timedOut: boolean }>;
+  readonly pendingAcquires: Map<string, { timedOut: boolean; sentAt: number }>;
   /** How long an acquire, an extend or a release may take before the guard gives up on it. */
   readonly statementTimeoutMs: number;
   /** Whether the guard is shutting down: a job that starts now is told to stop at once. */

@@ -1,6 +1,7 @@
 import { parseDuration, type DurationInput } from './duration.js';
 import { GuardError } from './errors.js';
 import type { ResolvedJob } from './job-options.js';
+import { MAX_TIMER_MS } from './timeout.js';
 
 /** What a guarded job receives. */
 export interface ExecutionContext {
@@ -36,8 +37,6 @@ export interface ExecutionHooks {
   lost(): void;
 }
 
-/** setTimeout's largest delay; longer deadlines re-arm. */
-const MAX_TIMER_MS = 2_147_483_647;
 /** How soon keep-alive tries again after a failed extend, at most. */
 const KEEP_ALIVE_RETRY_MS = 1_000;
 

@@ -1,3 +1,6 @@
+/** setTimeout's largest delay (Node turns a larger one into 1 ms); longer waits are capped or re-armed. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** What `withTimeout` resolves with when the time is up first. */
 export const TIMED_OUT = Symbol('timed out');
 
@@ -8,7 +11,7 @@ export const TIMED_OUT = Symbol('timed out');
 export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+    timer = setTimeout(() => resolve(TIMED_OUT), Math.min(ms, MAX_TIMER_MS));
     timer.unref();
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));

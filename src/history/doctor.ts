@@ -18,8 +18,8 @@ export interface JobDiagnosis {
   readonly lockAtMostForMs: number | null;
   readonly suggestedLockAtMostForMs: number | null;
   /**
-   * How far ahead of the database's clock the furthest slot ran (its slot time minus its start on
-   * the database clock), when over a second: the clock of the replica that ran it is fast.
+   * How far ahead of the database's clock the furthest slot of the last day ran (its slot time minus
+   * its start on the database clock), when over a second: the clock of the replica that ran it is fast.
    */
   readonly slotAheadMs: number | null;
   readonly problems: string[];
@@ -27,6 +27,9 @@ export interface JobDiagnosis {
 
 /** A slot that starts this much before its own time, on the database clock, means a fast replica clock. */
 export const SLOT_AHEAD_TOLERANCE_MS = 1_000;
+
+/** How far back doctor looks for slots that ran ahead of their time. */
+export const SLOT_AHEAD_WINDOW_MS = 24 * 3_600_000;
 
 /** How many of a job's newest runs doctor reads. */
 export const RUNS_PER_JOB = 1_000;
@@ -66,8 +69,9 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   // A run that started before its own slot time (on the database clock) ran on a replica whose
   // clock is ahead. Slots are deduplicated by the furthest slot that ran, so while that replica
   // runs it takes every slot, and if it stops the others skip slots until real time catches up.
+  // Only the last day's runs: a clock fixed since then is no longer a problem.
   const ahead = runs
-    .filter((run) => run.slot !== null && run.status !== 'skipped')
+    .filter((run) => run.slot !== null && run.status !== 'skipped' && now.getTime() - run.startedAt.getTime() < SLOT_AHEAD_WINDOW_MS)
     .map((run) => ({ run, ms: (run.slot?.getTime() ?? 0) - run.startedAt.getTime() }))
     .reduce<{ run: RunRecord; ms: number } | undefined>((furthest, entry) => (furthest === undefined || entry.ms > furthest.ms ? entry : furthest), undefined);
   if (ahead !== undefined && ahead.ms > SLOT_AHEAD_TOLERANCE_MS) diagnosis.slotAheadMs = ahead.ms;
@@ -80,8 +84,8 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   if (diagnosis.stuck > 0) problems.push(`${diagnosis.stuck} run(s) still 'running' after their lock expired`);
   if (ahead !== undefined && diagnosis.slotAheadMs !== null) {
     problems.push(
-      `a slot ran ${Math.round(diagnosis.slotAheadMs / 1_000)} s before its time on the database clock: the clock of ${ahead.run.lockedBy} is fast ` +
-        '(it runs every slot, and if it stops the other replicas skip slots until real time catches up; sync the clocks with NTP)',
+      `in the last day a slot ran ${Math.round(diagnosis.slotAheadMs / 1_000)} s before its time on the database clock: the clock of ${ahead.run.lockedBy} is fast, ` +
+        'or it passed a future `slot` itself (a fast replica runs every slot, and if it stops the others skip slots until real time catches up; sync the clocks with NTP)',
     );
   }
   return { ...diagnosis, problems };

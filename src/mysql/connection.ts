@@ -31,9 +31,6 @@ export function openMysql(url: string, { logger }: OpenSettings): { db: Kysely<u
     connectionLimit: 10,
     // A down database must fail an acquire quickly (the run is skipped), not hang the tick.
     connectTimeout: 5_000,
-    // Idle connections outlive a once-a-minute schedule (mysql2's default closes them after 60 s),
-    // so that a tick's acquires do not wait for new connections.
-    idleTimeout: 70_000,
     // DATETIME columns hold UTC; read them as UTC, never in the process's zone.
     timezone: 'Z',
     charset: 'utf8mb4',

@@ -29,6 +29,8 @@ export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysel
     // connections now outlive a once-a-minute schedule, and never keep the process alive.
     idleTimeoutMillis: 70_000,
     allowExitOnIdle: true,
+    // TCP keep-alive: a server that vanished without closing the connection is noticed.
+    keepAlive: true,
     application_name: 'cronguard',
   });
   // An idle client that loses its server emits 'error' on the pool; unheard, it crashes the process.

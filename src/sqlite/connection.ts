@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
 import type { OpenSettings } from '../guard/dialect.js';
+import { MAX_TIMER_MS } from '../guard/timeout.js';
 import type { LazySqliteDatabase } from './statement-runner.js';
 
 /** Structural type of a better-sqlite3 `Database`, so that the public API does not need its types. */
@@ -34,7 +35,8 @@ export function openSqlite(url: string, { acquireTimeoutMs }: OpenSettings): { d
         // The busy timeout: a writer in another process makes this one wait, not fail, but no
         // longer than acquireTimeout. better-sqlite3's wait is synchronous, so no timer could cut
         // it: this is the only bound an acquire has on SQLite.
-        database = new Database(path, { timeout: acquireTimeoutMs });
+        // better-sqlite3 takes a whole number of ms up to 2^31 - 1.
+        database = new Database(path, { timeout: Math.min(Math.ceil(acquireTimeoutMs), MAX_TIMER_MS) });
         // WAL lets readers and the one writer proceed at once across processes; NORMAL sync is
         // durable against a process crash, which is the failure a lock row has to survive.
         database.pragma('journal_mode = WAL');

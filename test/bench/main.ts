@@ -17,8 +17,8 @@ import { tickLatency, tickLatencyLines, type TickLatencyFigure, type TickSize } 
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, smoke: { type: 'boolean' }, out: { type: 'string' } } });
 const mode = values.smoke === true ? 'smoke' : values.quick === true ? 'quick' : 'full';
-const iterations = { full: 2_000, quick: 200, smoke: 20 }[mode];
-const memoryCounts = { full: [1_000, 100_000], quick: [1_000, 10_000], smoke: [100, 1_000] }[mode] as [number, number];
+const iterations = { full: 2_000, quick: 100, smoke: 20 }[mode];
+const memoryCounts = { full: [1_000, 100_000], quick: [1_000, 5_000], smoke: [100, 1_000] }[mode] as [number, number];
 /** Figure 5: processes, contenders per process, job names, slots. The issue's full size (100 × 1,000) takes too long here. */
 const contentionSize = { full: [8, 2, 100, 20], quick: [8, 2, 20, 5], smoke: [2, 2, 3, 2] }[mode] as [number, number, number, number];
 /**
@@ -38,6 +38,8 @@ const servers: RunningDatabase[] = [];
 const results: { dialect: DialectName; version: string; figures: DialectFigures; contention: ContentionFigure }[] = [];
 let memory: { smallMb: number; largeMb: number; growthMb: number } | undefined;
 let ticks: TickLatencyFigure | undefined;
+/** Figure 7 on every dialect: cronguard alone on once-a-second slots (full run only; quick and smoke measure only that, on PostgreSQL). */
+const ticksByDialect: { dialect: DialectName; figure: TickLatencyFigure }[] = [];
 const started = Date.now();
 try {
   const sqliteDir = mkdtempSync(join(tmpdir(), 'cronguard-bench-sqlite-'));
@@ -66,6 +68,12 @@ try {
       `${tickSize.cron === 'minute' ? ' beside pg-boss and graphile-worker (about 2.5 minutes)' : ''}…`,
   );
   ticks = await tickLatency(postgres.url, tickSize);
+  if (mode === 'full') {
+    for (const [dialect, url] of targets) {
+      console.error(`cronguard bench: tick-to-start latency on ${dialect}, once-a-second slots…`);
+      ticksByDialect.push({ dialect, figure: await tickLatency(url, { cron: 'second', jobs: 10, slots: 3 }) });
+    }
+  }
   console.error(`cronguard bench: memory, ${memoryCounts[0]} then ${memoryCounts[1]} executions on SQLite…`);
   memory = await memoryGrowth(`sqlite:${join(sqliteDir, 'memory.sqlite')}`, ...memoryCounts);
 } finally {
@@ -171,6 +179,21 @@ function report(): string {
     '## 7. Tick-to-start latency',
     '',
     ...(ticks === undefined ? ['Not measured.', ''] : tickLatencyLines(ticks, mode)),
+    ...(ticksByDialect.length === 0
+      ? []
+      : [
+          'cronguard alone on every dialect, 10 jobs on `* * * * * *` × 3 slots, 3 replicas (no peer runs on SQLite or MySQL):',
+          '',
+          '| dialect | pairs started | duplicates | missed | p50 | p99 |',
+          '| --- | --- | --- | --- | --- | --- |',
+          ...ticksByDialect.map(({ dialect, figure }) => {
+            const s = figure.systems[0];
+            return s === undefined
+              ? `| ${dialect} | - | - | - | - | - |`
+              : `| ${dialect} | ${s.started} / ${s.jobSlots} | ${s.duplicates} | ${s.missed} | ${s.latencyMs.p50.toFixed(1)} ms | ${s.latencyMs.p99.toFixed(1)} ms |`;
+          }),
+          '',
+        ]),
     '## 8. Memory',
     '',
     memory === undefined

@@ -93,9 +93,7 @@ function configuration(system: TickSystem, expression: string): string {
   const { cronguard, pgBoss, graphileWorker } = SETTINGS;
   switch (system) {
     case 'cronguard':
-      return `(this tree): \`guard.schedule('${expression}', { name, lockAtMostFor: '${cronguard.lockAtMostFor}' }, fn)\` per job (node-cron ${version('node-cron')}); \`telemetry: false\`; the default pool (max 10${
-        expression === TIMING.minute.expression ? "; pg's `idleTimeoutMillis` of 10 s closes its idle connections between two ticks" : ''
-      })`;
+      return `(this tree): \`guard.schedule('${expression}', { name, lockAtMostFor: '${cronguard.lockAtMostFor}' }, fn)\` per job (node-cron ${version('node-cron')}); \`telemetry: false\`; the pool it opens from the URL (max 10, idle connections kept 70 s, so they live from one minute's tick to the next)`;
     case 'pg-boss':
       return `${version('pg-boss')}: a queue per job, \`schedule(name, '${expression}')\` and \`work(name, { pollingIntervalSeconds: ${pgBoss.pollingIntervalSeconds} }, fn)\` on each replica, ` +
         `\`new PgBoss({ cronMonitorIntervalSeconds: ${pgBoss.cronMonitorIntervalSeconds}, cronWorkerIntervalSeconds: ${pgBoss.cronWorkerIntervalSeconds} })\`: ` +
