@@ -12,6 +12,7 @@ import { openDriver } from './drivers.js';
 import { capacityLines } from './capacity.js';
 import { contention, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures } from './figures.js';
+import { missesLines } from './misses.js';
 import { ratio, us, type Summary } from './measure.js';
 import { tickLatency, tickLatencyLines, type TickLatencyFigure, type TickSize } from './tick-latency.js';
 
@@ -205,6 +206,7 @@ function report(): string {
     '## 9. Capacity of one server',
     '',
     ...capacityLines(results),
+    ...missesLines({ results, memoryGrowthMb: memory?.growthMb, contentionSlots: contentionSize[3] }),
   ];
   return lines.join('\n');
 }
