@@ -43,6 +43,8 @@ export interface LockStore {
    * Takes the job's lock when it is absent or expired and, for a slot, when no run of that slot or
    * a later one has started (the lock row's `last_slot`). When it does, starts the run's history
    * row (id = token) and marks `abandoned` the run it took over from if that one never released.
+   * Every dialect first reads the lock row (the probe: no write, no row lock) and answers a lock
+   * held or a slot already run from that read; only a lock that looks free reaches the atomic take.
    */
   acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome>;
   /**

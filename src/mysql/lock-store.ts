@@ -10,21 +10,25 @@ const DUPLICATE_KEY = 1062;
 const DEADLOCK = 1213;
 /** Attempts of a statement that InnoDB chose as a deadlock victim. */
 const DEADLOCK_ATTEMPTS = 3;
-/**
- * How long a process trusts that a job's row exists before it checks again with an INSERT. Bounds
- * how long a row deleted by hand can keep this process skipping the job.
- */
-const ROW_KNOWN_FOR_MS = 5 * 60_000;
 
 /**
  * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
- * A loss costs one statement; a win three (take the lock, start the run, release and finish it).
+ * A loss costs one read (the probe); a win four statements (the probe, take the lock, start the
+ * run, release and finish it).
  */
 export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames): LockStore {
   const locks = quotedTable(tables, 'locks', '`');
   const runs = quotedTable(tables, 'runs', '`');
 
-  // Acquire, steady state: one UPDATE that takes the row only when it has expired. MySQL has no
+  // The probe: a plain (consistent, lock-free) read of the lock row before the acquire. Most
+  // attempts lose (every replica but one, at every slot), and this answers them without the
+  // UPDATE's row lock, and with the reason (held, or this slot or a later one already ran). It only
+  // says no when the acquire would at that instant; a lock that looks free still goes through the
+  // UPDATE or INSERT below, which alone decide. No row: the job's first acquire anywhere.
+  const probeSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = ?`;
+
+  // Acquire, when the probe found the row free: one UPDATE that takes the row only when it has expired. MySQL has no
   // RETURNING, and an `INSERT … ON DUPLICATE KEY UPDATE` cannot tell a loser from an insert when
   // the connection has CLIENT_FOUND_ROWS (mysql2's default): both report 1 affected row. This
   // UPDATE reports 1 only for a winner in both modes, because a winner always changes the token.
@@ -38,10 +42,10 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames): L
    SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
        locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?, last_slot = COALESCE(?, last_slot)
  WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (? IS NULL OR last_slot IS NULL OR last_slot < ?)`;
-  // For a scheduled loser only: why it lost. One more read; unscheduled losers skip it.
+  // For a scheduled loser of the race after the probe only: why it lost. Unscheduled losers skip it.
   const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
 
-  // Acquire, first sight of a job: a plain INSERT, so that a concurrent creator gets a duplicate-key
+  // Acquire, when the probe found no row: a plain INSERT, so that a concurrent creator gets a duplicate-key
   // error (a loss) while any other error (a name too long, a missing table) still surfaces.
   // Not INSERT IGNORE: it would turn those errors into warnings.
   const createSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
@@ -102,9 +106,6 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
     }
   }
 
-  /** Job name → when this process last saw its row exist (performance.now()). */
-  const rowSeenAt = new Map<string, number>();
-
   // Frees a lock whose run could not be started, so that a failed second statement does not hold
   // the job back for lockAtMostFor. The token goes back to the previous holder's, so that the next
   // taker still marks that run abandoned if it never released.
@@ -135,23 +136,19 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
     async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
       const micros = Math.round(job.lockAtMostForMs * 1_000);
       const slotText = slot === null ? null : mysqlTime(slot);
-      const taken = await execute(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText]);
-      if (taken.numAffectedRows === 1n) {
-        rowSeenAt.set(job.name, performance.now());
+      const [probe] = (await execute<{ state: AcquireOutcome | 'free' }>(probeSql, [slotText, job.name])).rows;
+      if (probe !== undefined && probe.state !== 'free') return probe.state;
+      if (probe === undefined) {
+        try {
+          await execute(createSql, [job.name, micros, lockedBy, token, slotText]);
+        } catch (error) {
+          if ((error as { errno?: unknown }).errno !== DUPLICATE_KEY) throw error;
+          return loss(job, slotText);
+        }
         return start(job, token, slotText);
       }
-      const seenAt = rowSeenAt.get(job.name);
-      if (seenAt !== undefined && performance.now() - seenAt < ROW_KNOWN_FOR_MS) return loss(job, slotText);
-      let created: boolean;
-      try {
-        await execute(createSql, [job.name, micros, lockedBy, token, slotText]);
-        created = true;
-      } catch (error) {
-        if ((error as { errno?: unknown }).errno !== DUPLICATE_KEY) throw error;
-        created = false;
-      }
-      rowSeenAt.set(job.name, performance.now());
-      return created ? start(job, token, slotText) : loss(job, slotText);
+      const taken = await execute(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText]);
+      return taken.numAffectedRows === 1n ? start(job, token, slotText) : loss(job, slotText);
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       const micros = Math.round(job.lockAtLeastForMs * 1_000);

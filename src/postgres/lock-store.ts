@@ -6,8 +6,9 @@ import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames 
 import type { ResolvedJob } from '../guard/job-options.js';
 
 /**
- * The PostgreSQL lock statements, built once per guard. A win costs two statements in all: one
- * acquires and starts the run's history row, one releases and finishes it.
+ * The PostgreSQL lock statements, built once per guard. A loss costs one read (the probe); a win
+ * three statements: the probe, one that acquires and starts the run's history row, one that
+ * releases and finishes it.
  */
 export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore {
   const query = statementRunner(db, native);
@@ -61,6 +62,14 @@ SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
   FROM ${locks} WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM won)`;
   // The last branch only reads, for a loser: why it lost. It sees the row as the statement began.
 
+  // The probe: a plain read of the lock row before the acquire. Most attempts lose (every replica
+  // but one, at every slot), and this answers them with one indexed read: no row lock, no WAL, and
+  // none of the acquire's five parts. It only ever says no when the acquire would say no at that
+  // instant (held, or this slot or a later one already ran); a lock that looks free still goes
+  // through the acquire above, which alone decides, atomically.
+  const probeSql = `SELECT CASE WHEN last_slot >= $2::timestamptz THEN 'slot-done' WHEN lock_until > now() THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = $1`;
+
   // Release: matched by the execution's token, never by locked_by (two processes on one host
   // share a host name). Keeps the lock until locked_at + lockAtLeastFor; clearing the token makes
   // a second release match nothing and tells the next taker that nobody was left running.
@@ -100,6 +109,8 @@ VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
 
   return {
     async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
+      const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot]);
+      if (probe !== undefined && probe.state !== 'free') return probe.state;
       const rows = await query<{ outcome: AcquireOutcome }>(acquireSql, [job.name, job.lockAtMostForMs, lockedBy, token, slot]);
       return rows[0]?.outcome ?? 'locked';
     },

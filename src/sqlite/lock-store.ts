@@ -40,6 +40,12 @@ ON CONFLICT (name) DO UPDATE
  WHERE lock_until <= excluded.locked_at
    AND (excluded.last_slot IS NULL OR last_slot IS NULL OR last_slot < excluded.last_slot)
 RETURNING lock_until, locked_at, previous_token`;
+  // The probe: a plain read of the lock row before the acquire's write transaction. Most attempts
+  // lose, and this answers them without taking SQLite's one write lock, which every process on the
+  // file would otherwise queue for. It only says no when the acquire would at that instant; a lock
+  // that looks free still goes through the upsert, which alone decides.
+  const probeSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' WHEN lock_until > ${NOW} THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = ?`;
   // For a loser: why it lost (read in the same transaction, so it is the row the upsert saw).
   const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
   // The run the winner took over from never released: its process died or overran.
@@ -72,8 +78,10 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
   const transaction = <T>(body: () => TransactionBody<T>): Promise<T> => runner.transaction(body);
 
   return {
-    acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
+    async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
+      const probe = (await runner.execute(CompiledQuery.raw(probeSql, [slotText, job.name]))).rows[0] as { state: AcquireOutcome | 'free' } | undefined;
+      if (probe !== undefined && probe.state !== 'free') return probe.state;
       return transaction(function* (): TransactionBody<AcquireOutcome> {
         const taken = yield CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token, slotText]);
         const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
