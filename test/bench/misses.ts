@@ -15,17 +15,17 @@ const WHY: Record<string, string> = {
     'which has no RETURNING, that is one more statement than PostgreSQL needs (take, start the run, release). Would close it: a MySQL acquire ' +
     'that takes the lock and starts the run in one statement (a stored procedure, or multi-statement calls on the guard\'s own pool).',
   loseSelect:
-    'A loser is the whole acquire statement evaluated to "taken" (PostgreSQL: the 5-part CTE, planned and run; MySQL: an UPDATE that matches ' +
-    'nothing; SQLite: a write transaction, since the check and the take must be atomic), against a `SELECT 1` that touches no table (1 µs ' +
-    'in-process on SQLite). Would close it: a read-only probe of the lock row before the acquire, so that a loser reads one indexed row and never ' +
-    'opens a write transaction; it costs a winner one more round trip, which the win-path target then misses. Not done: the trade-off is open.',
+    'A loser is one indexed read of the lock row with the database\'s clock (the probe), against a `SELECT 1` that touches no table: on ' +
+    'SQLite that is a 1 µs in-process call, so any table read is many times it. What is left on the servers is the read itself and the ' +
+    'driver\'s handling of a prepared statement with parameters. Would close it: nothing short of not reading the row; on SQLite the target ' +
+    'may need restating against a one-row read.',
   referenceWin:
-    'cronguard\'s win writes two history rows per execution (insert and finish) that ShedLock does not keep; without history the statement ' +
-    'counts are the same. Would close it: a `history: false` option for users who do not want the run table, or comparing against the ' +
-    'reference plus the same history writes.',
+    'cronguard\'s win reads the lock row first (the probe) and writes the run\'s history (insert and finish), which ShedLock does not keep. ' +
+    'Would close it: a `history: false` option for users who do not want the run table, or comparing against the reference plus the same ' +
+    'history writes.',
   referenceLose:
     'ShedLock\'s upsert loser takes a row lock and writes a WAL record, which costs little on this VM\'s disk (a WAL flush here is cheap); on a ' +
-    'disk where a flush costs milliseconds the ratio widens in cronguard\'s favour. Would close it here: the read-only probe above.',
+    'disk where a flush costs milliseconds the ratio widens in cronguard\'s favour; cronguard\'s loser is already one read.',
   overhead:
     'On SQLite the statements take about 90 µs, so the guard\'s own per-run work (token, timers, AbortController, AsyncLocalStorage) shows ' +
     'as 10–20 %. Would close it: no timeout timer around SQLite\'s synchronous statements, and lazier per-run objects.',
