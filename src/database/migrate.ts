@@ -4,8 +4,12 @@ import { cronguardMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../guard/dialect.js';
 import { GuardError } from '../guard/errors.js';
 
-/** How many times a migration that raced another process is tried. */
-const MIGRATION_ATTEMPTS = 20;
+/**
+ * How long a migration that keeps losing races with other processes is retried. By time, not by
+ * attempts: on SQLite an attempt waits at most the busy timeout, which is acquireTimeout and may be
+ * short, and many replicas may queue behind one that builds an index on a large history table.
+ */
+const MIGRATION_RACE_BUDGET_MS = 60_000;
 
 /**
  * Brings the guard's tables to the latest schema. Safe on many replicas at once: Kysely's migrator
@@ -21,10 +25,11 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
     migrationLockTableName: tables.migrationLock,
     ...(tables.schema === undefined ? {} : { migrationTableSchema: tables.schema }),
   });
-  for (let attempt = 1; ; attempt += 1) {
+  const started = performance.now();
+  for (;;) {
     const { error } = await migrator.migrateToLatest();
     if (error === undefined) return;
-    if (dialect.isMigrationRace(error) && attempt < MIGRATION_ATTEMPTS) {
+    if (dialect.isMigrationRace(error) && performance.now() - started < MIGRATION_RACE_BUDGET_MS) {
       await sleep(20 + Math.random() * 80);
       continue;
     }
