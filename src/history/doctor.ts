@@ -51,6 +51,14 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   const count = (predicate: (run: RunRecord) => boolean): number => runs.filter(predicate).length;
   const maxMs = durations.at(-1) ?? null;
   const lockAtMostForMs = runs.find((run) => run.lockAtMostForMs !== null)?.lockAtMostForMs ?? null;
+  // A run that started before its own slot time (on the database clock) ran on a replica whose
+  // clock is ahead. Slots are deduplicated by the furthest slot that ran, so while that replica
+  // runs it takes every slot, and if it stops the others skip slots until real time catches up.
+  // Only the last day's runs: a clock fixed since then is no longer a problem.
+  const ahead = runs
+    .filter((run) => run.slot !== null && run.status !== 'skipped' && now.getTime() - run.startedAt.getTime() < SLOT_AHEAD_WINDOW_MS)
+    .map((run) => ({ run, ms: (run.slot?.getTime() ?? 0) - run.startedAt.getTime() }))
+    .reduce<{ run: RunRecord; ms: number } | undefined>((furthest, entry) => (furthest === undefined || entry.ms > furthest.ms ? entry : furthest), undefined);
   const diagnosis = {
     job,
     runs: runs.filter((run) => run.status !== 'skipped').length,
@@ -64,17 +72,8 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
     maxMs,
     lockAtMostForMs,
     suggestedLockAtMostForMs: maxMs === null ? null : suggestLockAtMostFor(maxMs),
-    slotAheadMs: null as number | null,
+    slotAheadMs: ahead !== undefined && ahead.ms > SLOT_AHEAD_TOLERANCE_MS ? ahead.ms : null,
   };
-  // A run that started before its own slot time (on the database clock) ran on a replica whose
-  // clock is ahead. Slots are deduplicated by the furthest slot that ran, so while that replica
-  // runs it takes every slot, and if it stops the others skip slots until real time catches up.
-  // Only the last day's runs: a clock fixed since then is no longer a problem.
-  const ahead = runs
-    .filter((run) => run.slot !== null && run.status !== 'skipped' && now.getTime() - run.startedAt.getTime() < SLOT_AHEAD_WINDOW_MS)
-    .map((run) => ({ run, ms: (run.slot?.getTime() ?? 0) - run.startedAt.getTime() }))
-    .reduce<{ run: RunRecord; ms: number } | undefined>((furthest, entry) => (furthest === undefined || entry.ms > furthest.ms ? entry : furthest), undefined);
-  if (ahead !== undefined && ahead.ms > SLOT_AHEAD_TOLERANCE_MS) diagnosis.slotAheadMs = ahead.ms;
   const problems: string[] = [];
   if (maxMs !== null && lockAtMostForMs !== null && maxMs > lockAtMostForMs / 2) {
     problems.push(`longest run (${maxMs} ms) passed half of lockAtMostFor (${lockAtMostForMs} ms)`);

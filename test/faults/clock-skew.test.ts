@@ -6,7 +6,7 @@ import { databaseUrl, dialectTargets, uniquePrefix } from '../support/dialects.j
 import { guardOn } from '../support/guards.js';
 import type { ReplicaMessage } from '../support/cron-replica-messages.js';
 import { startWorker, type Worker } from '../support/processes.js';
-import { notApplicable, scenario } from './support/scenario.js';
+import { scenario } from './support/scenario.js';
 
 function hasFaketime(): boolean {
   try {
@@ -20,15 +20,9 @@ const faketime = hasFaketime();
 if (!faketime && process.env.CI === 'true') throw new Error('faketime is missing under CI=true: .ci/run installs it');
 if (!faketime) console.error('\n*** cronguard: clock-skew tests are SKIPPED: faketime not found (apt-get install -y faketime) ***\n');
 
+// Not SQLite: its now() is computed in each replica's process, so a skewed replica compares on its
+// skewed clock (SQLite is for replicas on one machine, which share one clock). RELIABILITY.md says so.
 const targets = dialectTargets().filter((target) => target.name !== 'sqlite');
-
-describe('replicas with skewed clocks on sqlite', () => {
-  it('is not applicable: SQLite compares on each process\'s own clock', () => {
-    // SQLite's now() is computed inside each replica's process, so a skewed replica compares on its
-    // skewed clock; SQLite is for replicas on one machine, which share one clock.
-    notApplicable('clock-skew', 'sqlite', "SQLite's now is each process's own clock (replicas share one machine's clock)");
-  });
-});
 
 describe.each(targets)('replicas with skewed clocks on $name', (target) => {
   it.skipIf(target.serverUrl === null || !faketime)('run no slot twice and leave no second of real time without its run', async () => {

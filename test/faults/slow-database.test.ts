@@ -18,7 +18,7 @@ const SETTLE_SLACK_MS = 250;
 
 /** Acquires of this table waiting in the server right now (not counting the session that asks). */
 async function waitingAcquires(dialect: DialectName, observer: RawDatabase, prefix: string): Promise<number> {
-  if (dialect === 'sqlite') return 0; // better-sqlite3 waits synchronously: nothing can be pending.
+  if (dialect === 'sqlite') return 0; // better-sqlite3 waits synchronously: not counted as a loss kind.
   const sql =
     dialect === 'postgres'
       ? `SELECT count(*) AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active' AND query LIKE ?`
@@ -80,7 +80,8 @@ describe.each(dialectTargets())('a slow database on $name', (target) => {
           'tick not cut by acquireTimeout': whileHeld.filter((tick) => tick.ms > ACQUIRE_TIMEOUT_MS + SETTLE_SLACK_MS).length,
           'skip neither ACQUIRE_TIMEOUT nor locked': whileHeld.length - expectedSkip.length,
           'ran while held': ranWhileHeld,
-          'acquires waiting at once beyond one': Math.max(0, maxWaiting - 1),
+          // SQLite waits synchronously in the acquire itself: nothing can be left waiting there.
+          ...(target.name === 'sqlite' ? {} : { 'acquires waiting at once beyond one': Math.max(0, maxWaiting - 1) }),
           'no run once free': afterwards.some(({ result }) => result.executed) ? 0 : 1,
         },
         figures: `${whileHeld.length} ticks while held, slowest settled in ${Math.round(slowest)} ms; at most ${maxWaiting} acquire(s) waiting in the server; ${afterwards.filter(({ result }) => result.executed).length} of ${afterwards.length} ticks ran after`,

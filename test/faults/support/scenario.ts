@@ -62,8 +62,3 @@ export async function scenario(id: ScenarioId, dialect: string, body: () => Prom
   expect(lost, `${SCENARIOS[id]} on ${dialect}: ${measured.figures ?? ''}`).toEqual([]);
   return measured;
 }
-
-/** A scenario that does not apply to a dialect, and why; it appears in RELIABILITY.md as such. */
-export function notApplicable(id: ScenarioId, dialect: string, why: string): void {
-  write({ scenario: id, dialect, done: `not applicable: ${why}`, times: 0, lost: {} });
-}
