@@ -18,13 +18,19 @@ const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: '
  * an `error` event.
  */
 export async function acquireLock(environment: ExecuteEnvironment, job: ResolvedJob, slot: Date | null): Promise<HeldLock | Skip> {
-  // A fresh token per execution is the ownership check; locked_by is only for humans.
-  const request: AcquireRequest = { token: randomUUID(), lockedBy: environment.lockedBy, slot };
   const pending = environment.pendingAcquires.get(job.name);
   // An acquire that has not answered for ten times acquireTimeout may never answer (a server that
   // vanished without closing the connection): past that, one fresh acquire may go out, so that a
   // process recovers without a restart once the database is back.
-  if (pending !== undefined && performance.now() - pending.sentAt < STALE_AFTER_TIMEOUTS * environment.statementTimeoutMs) {
+  const waitForPending = pending !== undefined && performance.now() - pending.sentAt < STALE_AFTER_TIMEOUTS * environment.statementTimeoutMs;
+  // A fresh token per execution is the ownership check; locked_by is only for humans.
+  const request: AcquireRequest = {
+    token: randomUUID(),
+    lockedBy: environment.lockedBy,
+    slot,
+    expectFree: !waitForPending && environment.releasedLocks.takeExpectFree(job.name),
+  };
+  if (pending !== undefined && waitForPending) {
     // Another execution of this job in this process is taking the lock: whatever it gets, this
     // one would lose to it. Sending a second acquire would only queue it behind the first (on a
     // row lock, a pool connection, a dead server): a hung database would pile one up per tick.

@@ -18,6 +18,7 @@ import { GuardEvents, type GuardEventMap, type GuardEventName } from './events.j
 import { execute, shutdownReason, type JobFunction } from './execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
 import { InFlight } from './in-flight.js';
+import { ReleasedLocks } from './released-locks.js';
 import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
 import type { RunResult } from './run-result.js';
 
@@ -67,6 +68,7 @@ export class Guard {
       recordSkips: resolved.recordSkips,
       running: new Set(),
       pendingAcquires: new Map(),
+      releasedLocks: new ReleasedLocks(),
       statementTimeoutMs: resolved.acquireTimeoutMs,
       isStopping: () => this.#closed,
     };

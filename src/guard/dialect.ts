@@ -21,6 +21,11 @@ export interface AcquireRequest {
   readonly lockedBy: string;
   /** The nominal scheduled time this execution is for, or null for an unscheduled call. */
   readonly slot: Date | null;
+  /**
+   * This guard released the job's lock itself last time, so the lock is most likely free: skip the
+   * probe and go straight to the atomic take (see ReleasedLocks). Never changes who wins.
+   */
+  readonly expectFree: boolean;
 }
 
 /** `slot-done`: the lock was free, but this slot (or a later one) already ran. */
@@ -45,6 +50,8 @@ export interface LockStore {
    * row (id = token) and marks `abandoned` the run it took over from if that one never released.
    * Every dialect first reads the lock row (the probe: no write, no row lock) and answers a lock
    * held or a slot already run from that read; only a lock that looks free reaches the atomic take.
+   * With `expectFree`, the probe is skipped: the take alone decides, and a loser still writes nothing
+   * (SQLite: it waits for the write lock, once).
    */
   acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome>;
   /**

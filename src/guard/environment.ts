@@ -3,6 +3,7 @@ import type { GuardEvents } from './events.js';
 import type { Execution } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
 import type { Logger } from './logger.js';
+import type { ReleasedLocks } from './released-locks.js';
 
 /** What one execution needs from its guard. */
 export interface ExecuteEnvironment {
@@ -21,6 +22,8 @@ export interface ExecuteEnvironment {
    * acquire, so a hung database holds one acquire per job (one more every ten acquireTimeouts).
    */
   readonly pendingAcquires: Map<string, { timedOut: boolean; sentAt: number }>;
+  /** The jobs whose lock this guard released itself: their next acquire skips the probe. */
+  readonly releasedLocks: ReleasedLocks;
   /** How long an acquire, an extend or a release may take before the guard gives up on it. */
   readonly statementTimeoutMs: number;
   /** Whether the guard is shutting down: a job that starts now is told to stop at once. */

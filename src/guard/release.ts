@@ -33,6 +33,8 @@ export async function releaseLock(
         return;
       }
       if (environment.events.has('released')) environment.events.emit('released', { job: job.name, runId, released });
+      // Free again once lockAtLeastFor has passed since the acquire (locked_at is no earlier).
+      if (released) environment.releasedLocks.released(job.name, held.acquireSentAt + job.lockAtLeastForMs);
       // After a failed attempt, a release that matches nothing may mean the earlier one got through.
       if (!released && attempt === 0) lost(environment, held);
       else if (performance.now() > lockExpiresAt) overran(environment, held);

@@ -14,7 +14,7 @@ const DEADLOCK_ATTEMPTS = 3;
 /**
  * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
  * A loss costs one read (the probe); a win four statements (the probe, take the lock, start the
- * run, release and finish it).
+ * run, release and finish it), three for a guard that released the job's lock itself last time.
  */
 export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames): LockStore {
   const locks = quotedTable(tables, 'locks', '`');
@@ -133,10 +133,12 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   }
 
   return {
-    async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
+    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
       const micros = Math.round(job.lockAtMostForMs * 1_000);
       const slotText = slot === null ? null : mysqlTime(slot);
-      const [probe] = (await execute<{ state: AcquireOutcome | 'free' }>(probeSql, [slotText, job.name])).rows;
+      // Without the probe, the row is assumed to exist (this guard released it): a row deleted
+      // by hand meanwhile makes this one attempt lose, and the next one probes and creates it.
+      const [probe] = expectFree ? [{ state: 'free' as const }] : (await execute<{ state: AcquireOutcome | 'free' }>(probeSql, [slotText, job.name])).rows;
       if (probe !== undefined && probe.state !== 'free') return probe.state;
       if (probe === undefined) {
         try {

@@ -8,7 +8,7 @@ import type { ResolvedJob } from '../guard/job-options.js';
 /**
  * The PostgreSQL lock statements, built once per guard. A loss costs one read (the probe); a win
  * three statements: the probe, one that acquires and starts the run's history row, one that
- * releases and finishes it.
+ * releases and finishes it. A guard that released the job's lock itself last time skips the probe.
  */
 export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore {
   const query = statementRunner(db, native);
@@ -108,9 +108,11 @@ SELECT count(*)::int AS extended FROM extended`;
 VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
 
   return {
-    async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
-      const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot]);
-      if (probe !== undefined && probe.state !== 'free') return probe.state;
+    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
+      if (!expectFree) {
+        const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot]);
+        if (probe !== undefined && probe.state !== 'free') return probe.state;
+      }
       const rows = await query<{ outcome: AcquireOutcome }>(acquireSql, [job.name, job.lockAtMostForMs, lockedBy, token, slot]);
       return rows[0]?.outcome ?? 'locked';
     },

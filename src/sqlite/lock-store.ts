@@ -78,10 +78,12 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
   const transaction = <T>(body: () => TransactionBody<T>): Promise<T> => runner.transaction(body);
 
   return {
-    async acquire(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<AcquireOutcome> {
+    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
-      const probe = (await runner.execute(CompiledQuery.raw(probeSql, [slotText, job.name]))).rows[0] as { state: AcquireOutcome | 'free' } | undefined;
-      if (probe !== undefined && probe.state !== 'free') return probe.state;
+      if (!expectFree) {
+        const probe = (await runner.execute(CompiledQuery.raw(probeSql, [slotText, job.name]))).rows[0] as { state: AcquireOutcome | 'free' } | undefined;
+        if (probe !== undefined && probe.state !== 'free') return probe.state;
+      }
       return transaction(function* (): TransactionBody<AcquireOutcome> {
         const taken = yield CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token, slotText]);
         const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
