@@ -94,6 +94,10 @@ describe.each(dialectTargets())('database input on $name', (target) => {
         expect(await guard.run(job, () => handle.label), handle.label).toEqual({ executed: true, value: handle.label });
         expect(await guard.run(job, () => 'again'), handle.label).toEqual({ executed: false, reason: 'locked' });
         expect(await other.run(job, () => 'other'), handle.label).toEqual({ executed: false, reason: 'locked' });
+        // An extend that moves nothing (the lock already lasts longer) is still an extend, even
+        // where the driver counts changed rows rather than matched ones.
+        const short = await guard.run({ name: 'own-pool-extend', lockAtMostFor: '1m' }, (ctx) => ctx.extend('1s'));
+        expect(short, handle.label).toEqual({ executed: true, value: true });
         const free = { name: 'own-pool-free', lockAtMostFor: '1m' };
         expect((await guard.run(free, () => 1)).executed, handle.label).toBe(true);
         expect((await guard.run(free, () => 2)).executed, handle.label).toBe(true);

@@ -1,4 +1,5 @@
-// The run history on every dialect: each outcome recorded, crashed runs marked, pages and filters.
+// The run history on every dialect: each outcome recorded, crashed runs marked, pages and filters,
+// and none of it with `history: false`.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { dialectTargets } from './support/dialects.js';
@@ -152,6 +153,36 @@ describe.each(dialectTargets())('history on $name', (target) => {
       expect((await recording.run({ name: 'skip', lockAtMostFor: '1m' }, () => 3)).executed).toBe(false);
       const { runs } = await guard.history({ job: 'skip' });
       expect(runs.map((run) => run.status).sort()).toEqual(['skipped', 'succeeded']);
+    });
+
+    it('writes no run rows with history: false, and still locks, extends, releases and reports a lost lock', async () => {
+      const { guard, url, prefix, logger } = await migratedGuard(target, { history: false, lockedBy: 'no-history' });
+      const other = guardOn(url, prefix, { lockedBy: 'with-history' }).guard;
+      // A win with an extend, twice (the second skips the probe), and a failing run.
+      for (let i = 0; i < 2; i += 1) {
+        expect(await guard.run({ name: 'quiet', lockAtMostFor: '1m' }, (ctx) => ctx.extend('2m'))).toEqual({ executed: true, value: true });
+      }
+      await expect(guard.run({ name: 'quiet', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no')))).rejects.toThrow('no');
+      // Released each time: another replica takes it at once, and a held lock still skips.
+      expect((await other.run({ name: 'quiet', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 'other')).executed).toBe(true);
+      expect(await guard.run({ name: 'quiet', lockAtMostFor: '1m' }, () => 'again')).toEqual({ executed: false, reason: 'locked' });
+      // Slots still dedupe: they live in the lock row.
+      const slot = new Date('2026-11-29T12:00:00.000Z');
+      expect((await guard.run({ name: 'quiet-slot', lockAtMostFor: '1m', slot }, () => 1)).executed).toBe(true);
+      expect(await other.run({ name: 'quiet-slot', lockAtMostFor: '1m', slot }, () => 2)).toEqual({ executed: false, reason: 'slot-done' });
+      // A lost lock is still reported: the release matches no row.
+      const late = guard.run({ name: 'quiet-lost', lockAtMostFor: 300 }, () => sleep(700));
+      await sleep(400);
+      expect((await other.run({ name: 'quiet-lost', lockAtMostFor: '1m' }, () => 'took over')).executed).toBe(true);
+      await late;
+      expect(logger.warnings.join('\n')).toMatch(/outlived its lock/);
+      // The only run rows are the other guard's two wins (it has history).
+      const { runs } = await guard.history();
+      expect(runs.map((run) => [run.job, run.lockedBy, run.status]).sort()).toEqual([
+        ['quiet', 'with-history', 'succeeded'],
+        ['quiet-lost', 'with-history', 'succeeded'],
+      ]);
+      expect(logger.errors).toEqual([]);
     });
   });
 });

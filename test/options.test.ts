@@ -377,6 +377,15 @@ describe('tablePrefix', () => {
 });
 
 describe('database and the other guard options', () => {
+  it('rejects history that is not a boolean, and history: false with options that write history', () => {
+    expectTypeError(createGuardError({ history: 'no' as unknown as boolean }), 'Expected `history` to be a boolean, got "no"');
+    expectTypeError(createGuardError({ history: false, recordSkips: true }), 'Expected `recordSkips` to be false when `history` is false, got true');
+    expectTypeError(
+      createGuardError({ history: false, historyRetention: '30d' }),
+      'Expected no `historyRetention` when `history` is false, got "30d"',
+    );
+  });
+
   it.each([
     ["'foo://x'", 'foo://x', '"foo://x"'],
     ["'sqlite:' (no path)", 'sqlite:', '"sqlite:"'],

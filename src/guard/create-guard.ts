@@ -60,7 +60,10 @@ export class Guard {
     this.#db = opened.db;
     this.#owned = opened.owned;
     this.#environment = {
-      store: dialect.createLockStore(opened.db, tables, resolved.preparedStatements ? opened.native : undefined),
+      store: dialect.createLockStore(opened.db, tables, {
+        native: resolved.preparedStatements ? opened.native : undefined,
+        history: resolved.history,
+      }),
       dialect,
       lockedBy: resolved.lockedBy,
       logger: resolved.logger,

@@ -111,12 +111,8 @@ export interface Dialect {
   /** Appended to CREATE TABLE (engine, character set, WITHOUT ROWID), or empty. */
   readonly createTableSuffix: string;
   readonly reads: ReadSql;
-  /**
-   * The dialect's lock statements. `native` is the driver's own pool when the guard has it (a URL,
-   * or a pool passed in), for what Kysely does not offer (PostgreSQL's named prepared statements);
-   * undefined for a Kysely instance passed in.
-   */
-  createLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore;
+  /** The dialect's lock statements, built once per guard. */
+  createLockStore(db: Kysely<unknown>, tables: TableNames, settings: LockStoreSettings): LockStore;
   /** True for the driver's "no such table" error, so that the message can say to migrate. */
   isMissingTable(error: unknown): boolean;
   /**
@@ -128,6 +124,17 @@ export interface Dialect {
   isMigrationRace(error: unknown): boolean;
   /** Opens a pool the guard owns (and ends on close) from a URL; `native` is the driver's pool. */
   open(url: string, settings: OpenSettings): { db: Kysely<unknown>; native: unknown };
+}
+
+/** How a guard's lock statements are sent, and what they write. */
+export interface LockStoreSettings {
+  /**
+   * The driver's own pool when the guard has it (a URL, or a pool passed in), for what Kysely does
+   * not offer (PostgreSQL's named prepared statements); undefined for a Kysely instance passed in.
+   */
+  readonly native: unknown;
+  /** Whether a win starts and finishes a run row (the `history` option); without, only the lock row is written. */
+  readonly history: boolean;
 }
 
 /** What a dialect needs from the guard's options to open a pool of its own. */

@@ -19,6 +19,8 @@ export interface GuardOptions {
   defaults?: JobDefaults;
   /** Receives warnings (a lock lost) and errors (database failures); normal skips are never logged. @default console */
   logger?: Logger;
+  /** Records every win in the run history (`<prefix>runs`); `false` writes only the lock row, as ShedLock does, and leaves history, doctor and abandoned-run detection without data. @default true */
+  history?: boolean;
   /** Adds a `skipped` row to the run history for each skipped execution (losers then write). @default false */
   recordSkips?: boolean;
   /** Deletes history rows older than this as the guard runs, at most once an hour per process, keeping each job's newest. @default keep everything */
@@ -38,6 +40,7 @@ export interface ResolvedGuardOptions {
   readonly tables: TableNames;
   readonly lockedBy: string;
   readonly logger: Logger;
+  readonly history: boolean;
   readonly recordSkips: boolean;
   readonly retentionMs: number | undefined;
   readonly acquireTimeoutMs: number;
@@ -66,14 +69,21 @@ export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions
       `Expected \`lockedBy\` to be a string of 1 to ${MAX_LOCKED_BY_LENGTH} characters, got ${describeValue(lockedBy)}`,
     );
   }
+  const history = options.history === undefined ? true : options.history;
+  if (typeof history !== 'boolean') throw new TypeError(`Expected \`history\` to be a boolean, got ${describeValue(history)}`);
   const recordSkips = options.recordSkips === undefined ? false : options.recordSkips;
   if (typeof recordSkips !== 'boolean') {
     throw new TypeError(`Expected \`recordSkips\` to be a boolean, got ${describeValue(recordSkips)}`);
   }
+  // Both write to the run history, which `history: false` turns off: asking for both is a mistake.
+  if (!history && recordSkips) throw new TypeError('Expected `recordSkips` to be false when `history` is false, got true');
   const retentionMs =
     options.historyRetention === undefined
       ? undefined
       : parseDuration(options.historyRetention, { option: 'historyRetention', job: undefined });
+  if (!history && retentionMs !== undefined) {
+    throw new TypeError(`Expected no \`historyRetention\` when \`history\` is false, got ${describeValue(options.historyRetention)}`);
+  }
   const acquireTimeoutMs = parseDuration(options.acquireTimeout === undefined ? '5s' : options.acquireTimeout, {
     option: 'acquireTimeout',
     job: undefined,
@@ -88,5 +98,5 @@ export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions
   const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
   const dialect = dialectOf(database);
   const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
-  return { database, dialect, tables, lockedBy, logger: safeLogger(logger), recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults };
+  return { database, dialect, tables, lockedBy, logger: safeLogger(logger), history, recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults };
 }

@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
 import { quotedTable } from '../database/quote.js';
-import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
 import { mysqlTime } from './reads.js';
 
@@ -15,8 +15,9 @@ const DEADLOCK_ATTEMPTS = 3;
  * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
  * A loss costs one read (the probe); a win four statements (the probe, take the lock, start the
  * run, release and finish it), three for a guard that released the job's lock itself last time.
+ * Without history, a win neither starts nor finishes a run row: the probe, the take, the release.
  */
-export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames): LockStore {
+export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { history }: LockStoreSettings): LockStore {
   const locks = quotedTable(tables, 'locks', '`');
   const runs = quotedTable(tables, 'runs', '`');
 
@@ -80,14 +81,17 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`;
 
   // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
   // revive its lock over a successor; the run's lock_until follows (LEFT JOIN: a run row deleted by
-  // hand does not stop the lock from being extended). GREATEST: an extend never shortens the lock.
-  // UTC_TIMESTAMP(3) is one value for the whole statement, so both rows get the same expiry (no
-  // assignment reads a column another one writes: MySQL does not order multi-table assignments). Both change, so the count is positive in either
-  // CLIENT_FOUND_ROWS mode when the lock was extended, and 0 when it was lost.
+  // hand, or never written without history, does not stop the lock from being extended).
+  // GREATEST: an extend never shortens the lock. UTC_TIMESTAMP(3) is one value for the whole
+  // statement, so both rows get the same expiry (no assignment reads a column another one writes:
+  // MySQL does not order multi-table assignments). With CLIENT_FOUND_ROWS the count is positive
+  // when the lock was extended and 0 when it was lost. Without it, an extend that moves nothing
+  // (the lock already lasts longer) also counts 0: `heldSql` then tells the two apart.
   const extendSql = `UPDATE ${locks} l LEFT JOIN ${runs} r ON r.id = l.token
    SET l.lock_until = GREATEST(l.lock_until, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND),
        r.lock_until = GREATEST(r.lock_until, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)
  WHERE l.name = ? AND l.token = ? AND l.lock_until > UTC_TIMESTAMP(3)`;
+  const heldSql = `SELECT 1 AS held FROM ${locks} WHERE name = ? AND token = ? AND lock_until > UTC_TIMESTAMP(3)`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
 
@@ -117,6 +121,7 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
  WHERE name = ? AND token = ?`;
 
   async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
+    if (!history) return 'acquired';
     try {
       await execute(startSql, [token, slot, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]);
     } catch (error) {
@@ -154,17 +159,20 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       const micros = Math.round(job.lockAtLeastForMs * 1_000);
-      const result = await execute(releaseSql, [job.name, micros, outcome.status, outcome.error, token]);
-      if (result.numAffectedRows !== 0n) return result.numAffectedRows === 2n;
-      // No run row: release the lock by itself (clearing the token changes the row, so 1 means
-      // released with or without CLIENT_FOUND_ROWS).
+      if (history) {
+        const result = await execute(releaseSql, [job.name, micros, outcome.status, outcome.error, token]);
+        if (result.numAffectedRows !== 0n) return result.numAffectedRows === 2n;
+      }
+      // No history, or no run row: release the lock by itself (clearing the token changes the
+      // row, so 1 means released with or without CLIENT_FOUND_ROWS).
       const released = await execute(releaseLockOnlySql, [micros, job.name, token]);
       return released.numAffectedRows === 1n;
     },
     async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
       const micros = Math.round(durationMs * 1_000);
       const result = await execute(extendSql, [micros, micros, job.name, token]);
-      return (result.numAffectedRows ?? 0n) > 0n;
+      if ((result.numAffectedRows ?? 0n) > 0n) return true;
+      return (await execute(heldSql, [job.name, token])).rows.length === 1;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
       const slotText = slot === null ? null : mysqlTime(slot);

@@ -2,15 +2,16 @@ import { createHash } from 'node:crypto';
 import { CompiledQuery, type Kysely } from 'kysely';
 import { isPostgresPool } from './connection.js';
 import { quotedTable } from '../database/quote.js';
-import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
 
 /**
  * The PostgreSQL lock statements, built once per guard. A loss costs one read (the probe); a win
  * three statements: the probe, one that acquires and starts the run's history row, one that
  * releases and finishes it. A guard that released the job's lock itself last time skips the probe.
+ * Without history, the run-row parts of each statement are left out.
  */
-export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore {
+export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames, { native, history }: LockStoreSettings): LockStore {
   const query = statementRunner(db, native);
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
@@ -34,6 +35,16 @@ export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames,
   // winner that took a released lock, never reach the runs table whatever the join's plan. The
   // connection's cached generic plan can scan runs (planned while runs was small and never
   // re-planned without an ANALYZE), and a scan grows with the history.
+  // With history, the winner's run row: marks abandoned the run it took over from, if that one
+  // never released, and starts its own.
+  const startRun = `, abandoned AS (
+  UPDATE ${runs} SET status = 'abandoned'
+    FROM won WHERE ${runs}.id = won.previous_token AND ${runs}.status = 'running'
+     AND EXISTS (SELECT 1 FROM won WHERE previous_token IS NOT NULL)
+), started AS (
+  INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+  SELECT $4, $1, $5, 'running', $3, now(), $2, lock_until FROM won
+)`;
   const acquireSql = `WITH taken AS (
   UPDATE ${locks}
      SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
@@ -48,14 +59,7 @@ export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames,
   RETURNING lock_until, previous_token
 ), won AS (
   SELECT lock_until, previous_token FROM taken UNION ALL SELECT lock_until, previous_token FROM inserted
-), abandoned AS (
-  UPDATE ${runs} SET status = 'abandoned'
-    FROM won WHERE ${runs}.id = won.previous_token AND ${runs}.status = 'running'
-     AND EXISTS (SELECT 1 FROM won WHERE previous_token IS NOT NULL)
-), started AS (
-  INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-  SELECT $4, $1, $5, 'running', $3, now(), $2, lock_until FROM won
-)
+)${history ? startRun : ''}
 SELECT 'acquired' AS outcome FROM won
 UNION ALL
 SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
@@ -75,31 +79,33 @@ SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
   // a second release match nothing and tells the next taker that nobody was left running.
   // The run is finished in the same statement. overran: the lock had expired by now (its
   // lock_until passed), or another execution had already taken it (no lock row matched).
-  const releaseSql = `WITH released AS (
-  UPDATE ${locks}
-     SET lock_until = GREATEST(now(), locked_at + $2::double precision * interval '1 millisecond'), token = NULL
-   WHERE name = $1 AND token = $3
-  RETURNING 1
-), finished AS (
+  const finishRun = `, finished AS (
   UPDATE ${runs}
      SET status = $4, finished_at = now(), error = $5,
          duration_ms = round(extract(epoch FROM now() - started_at) * 1000),
          overran = lock_until < now() OR NOT EXISTS (SELECT 1 FROM released)
    WHERE id = $3
-)
+)`;
+  const releaseSql = `WITH released AS (
+  UPDATE ${locks}
+     SET lock_until = GREATEST(now(), locked_at + $2::double precision * interval '1 millisecond'), token = NULL
+   WHERE name = $1 AND token = $3
+  RETURNING 1
+)${history ? finishRun : ''}
 SELECT count(*)::int AS released FROM released`;
 
   // Extend: owner-checked by token and only while not expired, so that a holder whose lock has
   // lapsed can never revive it over a successor; GREATEST, so that an extend never shortens the
   // lock under a deadline the job already counts on. The run's lock_until follows, so that `overran`
   // compares with the extended expiry.
+  const followRun = `, followed AS (
+  UPDATE ${runs} SET lock_until = extended.lock_until FROM extended WHERE ${runs}.id = $3
+)`;
   const extendSql = `WITH extended AS (
   UPDATE ${locks} SET lock_until = GREATEST(lock_until, now() + $2::double precision * interval '1 millisecond')
    WHERE name = $1 AND token = $3 AND lock_until > now()
   RETURNING lock_until
-), followed AS (
-  UPDATE ${runs} SET lock_until = extended.lock_until FROM extended WHERE ${runs}.id = $3
-)
+)${history ? followRun : ''}
 SELECT count(*)::int AS extended FROM extended`;
 
   // A skipped execution, for those who asked (recordSkips). Not on the losing path by default:
@@ -117,7 +123,9 @@ VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
       return rows[0]?.outcome ?? 'locked';
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
-      const rows = await query<{ released: number }>(releaseSql, [job.name, job.lockAtLeastForMs, token, outcome.status, outcome.error]);
+      // Without history, $4 and $5 are not in the statement, and PostgreSQL cannot type a parameter it never sees.
+      const parameters = history ? [job.name, job.lockAtLeastForMs, token, outcome.status, outcome.error] : [job.name, job.lockAtLeastForMs, token];
+      const rows = await query<{ released: number }>(releaseSql, parameters);
       return rows[0]?.released === 1;
     },
     async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {

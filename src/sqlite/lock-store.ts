@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { quotedTable } from '../database/quote.js';
-import type { AcquireOutcome, AcquireRequest, LockStore, RunOutcome, TableNames } from '../guard/dialect.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
 import type Database from 'better-sqlite3';
 import { isSqliteDatabase } from './connection.js';
@@ -19,9 +19,10 @@ function plusSeconds(ms: number): string {
  * The SQLite lock statements, built once per guard. An acquire and a release are each one short
  * transaction on the guard's single connection. BEGIN IMMEDIATE takes the write lock first:
  * a deferred transaction that reads and then writes fails with SQLITE_BUSY_SNAPSHOT, without
- * waiting, when another process wrote in between.
+ * waiting, when another process wrote in between. Without history, the run-row statements are
+ * left out of each transaction.
  */
-export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, native: unknown): LockStore {
+export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, { native, history }: LockStoreSettings): LockStore {
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
 
@@ -92,6 +93,7 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
           const loss = yield CompiledQuery.raw(lossSql, [slotText, job.name]);
           return (loss.rows[0] as { outcome: AcquireOutcome } | undefined)?.outcome ?? 'locked';
         }
+        if (!history) return 'acquired';
         if (row.previous_token !== null) yield CompiledQuery.raw(abandonSql, [row.previous_token]);
         // The run starts when the lock was taken, by the same clock reading.
         yield CompiledQuery.raw(startSql, [token, job.name, slotText, lockedBy, row.locked_at, job.lockAtMostForMs, row.lock_until]);
@@ -101,7 +103,7 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
     release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       return transaction(function* (): TransactionBody<boolean> {
         const released = yield CompiledQuery.raw(releaseSql, [plusSeconds(job.lockAtLeastForMs), job.name, token]);
-        yield CompiledQuery.raw(finishSql, [outcome.status, outcome.error, released.changes, token]);
+        if (history) yield CompiledQuery.raw(finishSql, [outcome.status, outcome.error, released.changes, token]);
         return released.changes === 1;
       });
     },
@@ -110,7 +112,7 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
         const extended = yield CompiledQuery.raw(extendSql, [plusSeconds(durationMs), job.name, token]);
         const row = extended.rows[0] as { lock_until: string } | undefined;
         if (row === undefined) return false;
-        yield CompiledQuery.raw(followSql, [row.lock_until, token]);
+        if (history) yield CompiledQuery.raw(followSql, [row.lock_until, token]);
         return true;
       });
     },
