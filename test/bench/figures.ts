@@ -18,8 +18,14 @@ export interface DialectFigures {
   floorSelect: Summary;
   floorUpdate: Summary;
   win: { guard: Summary; floor: Summary; ratio: number; statements: number };
-  lose: { guard: Summary; select: Summary; ratio: number; walBytesPerAttempt: number | null };
-  reference: { win: { guard: Summary; reference: Summary; ratio: number }; lose: { guard: Summary; reference: Summary; ratio: number } };
+  /** `rowRead`: the probe's own read of the lock row sent straight through the driver, the least a loser can cost. */
+  lose: { guard: Summary; select: Summary; ratio: number; rowRead: { guard: Summary; read: Summary; ratio: number }; walBytesPerAttempt: number | null };
+  /** `withoutHistoryWin`: a guard with `history: false`, which writes what the reference writes. */
+  reference: {
+    win: { guard: Summary; reference: Summary; ratio: number };
+    withoutHistoryWin: { guard: Summary; reference: Summary; ratio: number };
+    lose: { guard: Summary; reference: Summary; ratio: number };
+  };
   overhead: { guard: Summary; direct: Summary; ratio: number };
 }
 
@@ -39,6 +45,8 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
 
   // 2. The win path, against as many raw single-row updates as the win sends statements.
   const winJob = { name: 'win', lockAtMostFor: '1m' };
+  // The first win probes; from the second on, the guard knows it released the lock itself.
+  await guard.run(winJob, noop);
   driver.takeLog();
   await guard.run(winJob, noop);
   const statements = driver.takeLog().length;
@@ -52,6 +60,9 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   await holder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, noop);
   const loseJob = { name: 'held', lockAtMostFor: '1m' };
   const lose = await interleaved(iterations, () => guard.run(loseJob, noop), select1);
+  const rowRead = await interleaved(iterations, () => guard.run(loseJob, noop), () =>
+    driver.rawPrepared(`SELECT lock_until, last_slot FROM bench_locks WHERE name = ${placeholder(1)}`, ['held']),
+  );
   const walBytesPerAttempt = driver.dialect === 'postgres' ? await walPerAttempt(driver, guard, loseJob, iterations) : null;
 
   // 4. ShedLock's algorithm through the same driver.
@@ -61,6 +72,9 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   };
   await reference.acquire('held', 'holder');
   const referenceWinSeries = await interleaved(iterations, () => guard.run(winJob, noop), referenceWin);
+  const withoutHistory = createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false, history: false });
+  const withoutHistoryJob = { name: 'win-without-history', lockAtMostFor: '1m' };
+  const referenceWithoutHistory = await interleaved(iterations, () => withoutHistory.run(withoutHistoryJob, noop), referenceWin);
   const referenceLose = await interleaved(iterations, () => guard.run(loseJob, noop), () => reference.acquire('held', 'bench'));
 
   // 6. Library overhead: the same SQL text, replayed straight through the driver.
@@ -75,14 +89,16 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const overhead = await interleaved(iterations, () => guard.run(winJob, noop), direct);
 
   await holder.close();
+  await withoutHistory.close();
   await guard.close();
   return {
     floorSelect,
     floorUpdate,
     win: { guard: win.a, floor: win.b, ratio: win.ratio, statements },
-    lose: { guard: lose.a, select: lose.b, ratio: lose.ratio, walBytesPerAttempt },
+    lose: { guard: lose.a, select: lose.b, ratio: lose.ratio, rowRead: { guard: rowRead.a, read: rowRead.b, ratio: rowRead.ratio }, walBytesPerAttempt },
     reference: {
       win: { guard: referenceWinSeries.a, reference: referenceWinSeries.b, ratio: referenceWinSeries.ratio },
+      withoutHistoryWin: { guard: referenceWithoutHistory.a, reference: referenceWithoutHistory.b, ratio: referenceWithoutHistory.ratio },
       lose: { guard: referenceLose.a, reference: referenceLose.b, ratio: referenceLose.ratio },
     },
     overhead: { guard: overhead.a, direct: overhead.b, ratio: overhead.ratio },

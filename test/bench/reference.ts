@@ -2,6 +2,8 @@
 // driver: PostgreSQL upserts with ON CONFLICT DO UPDATE … WHERE; MySQL tries INSERT IGNORE, then a
 // conditional UPDATE; SQLite (no ShedLock dialect) inserts, and on a duplicate key updates. Release
 // for all: lock_until = greatest(now, locked_at + lockAtLeastFor), matched by name and locked_by.
+// On PostgreSQL as named prepared statements, as the guard's are, and as pgjdbc's are after its
+// prepareThreshold (5 executions): the baseline is ShedLock in its steady state.
 import type { BenchDriver } from './drivers.js';
 
 export interface ReferenceLock {
@@ -16,7 +18,7 @@ export async function createReferenceLock(driver: BenchDriver): Promise<Referenc
       locked_at timestamptz NOT NULL, locked_by varchar(255) NOT NULL)`);
     return {
       async acquire(name, lockedBy) {
-        const result = (await driver.raw(
+        const result = (await driver.rawPrepared(
           `INSERT INTO bench_shedlock (name, lock_until, locked_at, locked_by) VALUES ($1, now() + interval '60 seconds', now(), $2)
            ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by
            WHERE bench_shedlock.lock_until <= now()`,
@@ -25,7 +27,7 @@ export async function createReferenceLock(driver: BenchDriver): Promise<Referenc
         return result.rowCount === 1;
       },
       async release(name, lockedBy) {
-        await driver.raw(`UPDATE bench_shedlock SET lock_until = GREATEST(now(), locked_at) WHERE name = $1 AND locked_by = $2`, [name, lockedBy]);
+        await driver.rawPrepared(`UPDATE bench_shedlock SET lock_until = GREATEST(now(), locked_at) WHERE name = $1 AND locked_by = $2`, [name, lockedBy]);
       },
     };
   }
