@@ -5,7 +5,7 @@ import { GuardError } from './errors.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock } from './release.js';
 import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
-import { TIMED_OUT, withTimeout } from './timeout.js';
+import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 /** After this many acquireTimeouts, an acquire that never answered no longer holds back the next one. */
 const STALE_AFTER_TIMEOUTS = 10;
@@ -57,7 +57,7 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
   acquiring.then(forget, forget);
   let outcome: AcquireOutcome | typeof TIMED_OUT;
   try {
-    outcome = await withTimeout(acquiring, environment.statementTimeoutMs);
+    outcome = await statementAnswer(environment.store, acquiring, environment.statementTimeoutMs);
   } catch (cause) {
     return failed(environment, job, slot, acquireError(environment.dialect, job, cause));
   }

@@ -45,6 +45,12 @@ export interface RunOutcome {
  */
 export interface LockStore {
   /**
+   * Whether each statement runs to its end before the call returns (better-sqlite3): its answer is
+   * there before any timer could fire, so the guard arms no acquireTimeout timer around it (the
+   * database's own lock wait, SQLite's busy timeout, is what bounds it).
+   */
+  readonly synchronous: boolean;
+  /**
    * Takes the job's lock when it is absent or expired and, for a slot, when no run of that slot or
    * a later one has started (the lock row's `last_slot`). When it does, starts the run's history
    * row (id = token) and marks `abandoned` the run it took over from if that one never released.

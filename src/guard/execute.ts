@@ -6,7 +6,7 @@ import { Execution, type ExecutionContext, type ExecutionHooks } from './executi
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock, SUCCEEDED } from './release.js';
 import type { RunResult } from './run-result.js';
-import { TIMED_OUT, withTimeout } from './timeout.js';
+import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 /** A job body. */
 export type JobFunction<T> = (context: ExecutionContext) => T | Promise<T>;
@@ -62,7 +62,7 @@ function extendHooks(environment: ExecuteEnvironment, held: HeldLock): Execution
   return {
     async extend(durationMs) {
       try {
-        const extended = await withTimeout(environment.store.extend(job, runId, durationMs), environment.statementTimeoutMs);
+        const extended = await statementAnswer(environment.store, environment.store.extend(job, runId, durationMs), environment.statementTimeoutMs);
         if (extended === TIMED_OUT) throw new Error(`no answer within ${environment.statementTimeoutMs} ms`);
         return extended ? 'extended' : 'lost';
       } catch (cause) {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunOutcome } from './dialect.js';
 import { messageOf, type ExecuteEnvironment, type HeldLock } from './environment.js';
 import { GuardError } from './errors.js';
-import { TIMED_OUT, withTimeout } from './timeout.js';
+import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 export const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });
 
@@ -26,7 +26,7 @@ export async function releaseLock(
   const runId = held.request.token;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      const released = await withTimeout(environment.store.release(job, runId, outcome), environment.statementTimeoutMs);
+      const released = await statementAnswer(environment.store, environment.store.release(job, runId, outcome), environment.statementTimeoutMs);
       if (released === TIMED_OUT) {
         // Not retried: the statement may still apply, and a second one would then match nothing.
         report(environment, held, `took over ${environment.statementTimeoutMs} ms; if it never completes, the lock expires at lockAtMostFor`);

@@ -5,6 +5,14 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 export const TIMED_OUT = Symbol('timed out');
 
 /**
+ * A lock statement's answer, or TIMED_OUT after the guard's acquireTimeout. A synchronous store's
+ * answer is there before any timer could fire, so it gets none.
+ */
+export function statementAnswer<T>(store: { readonly synchronous: boolean }, work: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  return store.synchronous ? work : withTimeout(work, ms);
+}
+
+/**
  * `work`, or TIMED_OUT after `ms`, whichever comes first. `work` goes on after a timeout: the caller
  * decides what to do when it settles late.
  */

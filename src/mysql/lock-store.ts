@@ -138,6 +138,7 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   }
 
   return {
+    synchronous: false,
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
       const micros = Math.round(job.lockAtMostForMs * 1_000);
       const slotText = slot === null ? null : mysqlTime(slot);

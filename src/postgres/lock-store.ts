@@ -114,6 +114,7 @@ SELECT count(*)::int AS extended FROM extended`;
 VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
 
   return {
+    synchronous: false,
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
       if (!expectFree) {
         const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot]);

@@ -79,6 +79,7 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
   const transaction = <T>(body: () => TransactionBody<T>): Promise<T> => runner.transaction(body);
 
   return {
+    synchronous: runner.synchronous,
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
       if (!expectFree) {

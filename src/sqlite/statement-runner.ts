@@ -20,6 +20,8 @@ export type TransactionBody<T> = Generator<CompiledQuery, T, StatementResult>;
 
 /** How the SQLite lock statements reach the database. */
 export interface SqliteRunner {
+  /** Whether each call runs to its end before it returns (better-sqlite3 itself), rather than across awaits (Kysely). */
+  readonly synchronous: boolean;
   /** Runs the body in one BEGIN IMMEDIATE transaction, rolled back if it throws. */
   transaction<T>(body: () => TransactionBody<T>): Promise<T>;
   /** One statement in autocommit. */
@@ -32,27 +34,13 @@ export interface LazySqliteDatabase {
 }
 
 /**
- * One queue per connection, shared by every guard on it: two guards given the same `Database`
- * must not open a transaction inside each other's.
- */
-const queues = new WeakMap<Database.Database, Promise<unknown>>();
-
-function enqueue<T>(db: Database.Database, work: () => Promise<T>): Promise<T> {
-  const result = (queues.get(db) ?? Promise.resolve()).then(work);
-  queues.set(
-    db,
-    result.catch(() => undefined),
-  );
-  return result;
-}
-
-/**
  * Straight through better-sqlite3, each statement prepared once and reused. Kysely's driver
  * prepares every statement on every call: on the hot path that was most of the time, and native
- * memory grew with every prepared-and-dropped statement. Every statement and transaction goes
- * through the connection's queue, so that two executions never interleave on it. A transaction
- * the app (or Kysely) holds open on the same connection makes the acquire fail, with a message
- * that says so, rather than commit or roll back someone else's work.
+ * memory grew with every prepared-and-dropped statement. Each statement, and each transaction from
+ * BEGIN to COMMIT, runs synchronously before the call returns, so two guards sharing the
+ * `Database` can never interleave on it, with no queue and no promise until the answer. A
+ * transaction the app (or Kysely) holds open on the same connection makes the acquire fail, with
+ * a message that says so, rather than commit or roll back someone else's work.
  */
 export function nativeRunner(database: () => Database.Database): SqliteRunner {
   const statements = new Map<string, Database.Statement>();
@@ -67,28 +55,28 @@ export function nativeRunner(database: () => Database.Database): SqliteRunner {
     if (statement.reader) return { rows: statement.all(...parameters), changes: 0 };
     return { rows: [], changes: statement.run(...parameters).changes };
   };
+  const transaction = <T>(body: () => TransactionBody<T>): T => {
+    const db = database();
+    if (db.inTransaction) {
+      throw new Error('the SQLite connection is inside a transaction someone else opened; give the guard its own connection');
+    }
+    // Synchronous from BEGIN to COMMIT.
+    run(BEGIN);
+    try {
+      const steps = body();
+      let step = steps.next();
+      while (step.done !== true) step = steps.next(run(step.value));
+      run(COMMIT);
+      return step.value;
+    } catch (error) {
+      if (db.inTransaction) run(ROLLBACK);
+      throw error;
+    }
+  };
   return {
-    execute: (query) => enqueue(database(), () => Promise.resolve(run(query))),
-    transaction<T>(body: () => TransactionBody<T>): Promise<T> {
-      const db = database();
-      return enqueue(db, async () => {
-        if (db.inTransaction) {
-          throw new Error('the SQLite connection is inside a transaction someone else opened; give the guard its own connection');
-        }
-        // Synchronous from BEGIN to COMMIT.
-        run(BEGIN);
-        try {
-          const steps = body();
-          let step = steps.next();
-          while (step.done !== true) step = steps.next(run(step.value));
-          run(COMMIT);
-          return step.value;
-        } catch (error) {
-          if (db.inTransaction) run(ROLLBACK);
-          throw error;
-        }
-      });
-    },
+    synchronous: true,
+    execute: (query) => settled(() => run(query)),
+    transaction: (body) => settled(() => transaction(body)),
   };
 }
 
@@ -101,6 +89,7 @@ export function kyselyRunner(db: Kysely<unknown>): SqliteRunner {
       return { rows: result.rows as unknown[], changes: Number(result.numAffectedRows ?? 0n) };
     };
   return {
+    synchronous: false,
     execute: runOn(db),
     transaction: (body) =>
       db.connection().execute(async (connection) => {
@@ -118,6 +107,15 @@ export function kyselyRunner(db: Kysely<unknown>): SqliteRunner {
         }
       }),
   };
+}
+
+/** A synchronous call's result or error, as a settled promise. */
+function settled<T>(call: () => T): Promise<T> {
+  try {
+    return Promise.resolve(call());
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 const BEGIN = CompiledQuery.raw('BEGIN IMMEDIATE');
