@@ -12,10 +12,12 @@ export interface BenchDriver {
   /** A Kysely over the pool below, with a log of every statement. */
   readonly kysely: Kysely<unknown>;
   /**
-   * What the guard is given, as an app would: the driver's pool (PostgreSQL, logged, so that the
-   * guard's named prepared statements are seen), else the Kysely.
+   * What a measured guard is given, as an app would: the driver's pool or database (MySQL: a Kysely
+   * over the pool), with nothing in between, so that no logging is timed.
    */
   readonly guardDatabase: DatabaseInput;
+  /** The same connection, with every statement the guard sends logged for `takeLog` (to count and replay them). */
+  readonly loggedGuardDatabase: DatabaseInput;
   /** Executes SQL with the dialect's placeholders straight through the driver (no Kysely). */
   raw(sql: string, params?: unknown[]): Promise<unknown>;
   /** As `raw`, as a named prepared statement where the driver has them (PostgreSQL). */
@@ -50,7 +52,8 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
     return {
       dialect,
       kysely: new Kysely<unknown>({ dialect: new PostgresDialect({ pool }), log: logQuery }),
-      guardDatabase: logged,
+      guardDatabase: pool,
+      loggedGuardDatabase: logged,
       raw: (sql, params = []) => pool.query(sql, params),
       rawPrepared: (sql, params) =>
         pool.query({ name: `replay_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, text: sql, values: params }),
@@ -66,7 +69,8 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
     return {
       dialect,
       kysely,
-      guardDatabase: kysely,
+      guardDatabase: new Kysely<unknown>({ dialect: new MysqlDialect({ pool }) }),
+      loggedGuardDatabase: kysely,
       raw,
       rawPrepared: raw,
       takeLog,
@@ -112,7 +116,8 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
   return {
     dialect,
     kysely,
-    guardDatabase: logged,
+    guardDatabase: database,
+    loggedGuardDatabase: logged,
     raw,
     rawPrepared: raw,
     takeLog,

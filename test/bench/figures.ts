@@ -34,6 +34,9 @@ export interface DialectFigures {
 export async function measureDialect(driver: BenchDriver, iterations: number): Promise<DialectFigures> {
   const guard = createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false });
   await guard.migrate();
+  // Another guard on the same connection and tables, whose statements are logged: it counts and
+  // captures what a win sends, so that the measured guard runs with nothing in between.
+  const capture = createGuard({ database: driver.loggedGuardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false });
   const placeholder = (n: number): string => (driver.dialect === 'postgres' ? `$${n}` : '?');
   await driver.raw('CREATE TABLE IF NOT EXISTS bench_floor (id integer PRIMARY KEY, n integer NOT NULL)');
   await driver.raw(`DELETE FROM bench_floor`);
@@ -48,9 +51,9 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   // 2. The win path, against as many raw single-row updates as the win sends statements.
   const winJob = { name: 'win', lockAtMostFor: '1m' };
   // The first win probes; from the second on, the guard knows it released the lock itself.
-  await guard.run(winJob, noop);
+  await capture.run(winJob, noop);
   driver.takeLog();
-  await guard.run(winJob, noop);
+  await capture.run(winJob, noop);
   const statements = driver.takeLog().length;
   const updates = async () => {
     for (let i = 0; i < statements; i += 1) await update1();
@@ -80,8 +83,9 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const referenceLose = await interleaved(iterations, () => guard.run(loseJob, noop), () => reference.acquire('held', 'bench'));
 
   // 6. Library overhead: the same SQL text, replayed straight through the driver.
+  await capture.run(winJob, noop);
   driver.takeLog();
-  await guard.run(winJob, noop);
+  await capture.run(winJob, noop);
   const replay = driver.takeLog();
   const token = replay.flatMap((query) => query.parameters).find((value) => typeof value === 'string' && /^[0-9a-f-]{36}$/.test(value));
   const direct = async () => {
@@ -91,6 +95,7 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const overhead = await interleaved(iterations, () => guard.run(winJob, noop), direct);
 
   await holder.close();
+  await capture.close();
   await withoutHistory.close();
   await guard.close();
   return {

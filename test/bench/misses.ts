@@ -25,17 +25,19 @@ const WHY: Record<string, string> = {
     'With history, a win also inserts and finishes a run row (three B-trees on SQLite and MySQL), which ShedLock does not keep: the gap ' +
     'between the two win columns of figure 4 is that cost. `history: false` is the like-for-like comparison.',
   referenceBareWin:
-    'On SQLite, the guard\'s own work per win (the promise chain through the connection\'s queue, AsyncLocalStorage\'s promise hooks, ' +
-    'timers, garbage) is about 14 µs (measured on an in-memory database: 22 µs a win against 8 µs for the same statements sent directly), ' +
-    'which a win of a few tens of µs cannot hide; and each of its two transactions is an explicit BEGIN IMMEDIATE … COMMIT. On the ' +
-    'servers, where the round trip dominates, the two are within noise of each other. Would close it on SQLite: single-statement ' +
-    'autocommit for a guard without history, and fewer promises per run.',
+    'Both write one lock row twice. On SQLite the guard adds its own work per win (about 9 µs: see figure 6) and runs each step as an ' +
+    'explicit BEGIN IMMEDIATE … COMMIT, against ShedLock\'s failed INSERT before its UPDATE. On PostgreSQL the acquire is a data-modifying ' +
+    'CTE (so that a loser takes no row lock and one statement covers a missing row), heavier to execute than the reference\'s upsert. ' +
+    'Would close it: for a guard without history that released the lock itself (the row exists), a plain conditional UPDATE instead of ' +
+    'the CTE, and single-statement autocommit on SQLite.',
   referenceLose:
     'ShedLock\'s upsert loser takes a row lock and writes a WAL record, which costs little on this VM\'s disk (a WAL flush here is cheap); on a ' +
     'disk where a flush costs milliseconds the ratio widens in cronguard\'s favour; cronguard\'s loser is already one read.',
   overhead:
-    'On SQLite a win\'s statements take tens of µs, so the guard\'s own per-run work (about 14 µs: the promise chain, AsyncLocalStorage\'s ' +
-    'promise hooks, the token, timers) shows as 15–25 %. Would close it: fewer promises per run on SQLite, whose statements are synchronous.',
+    'On SQLite a win\'s statements take under 100 µs, so the guard\'s own per-run work shows: about 9 µs, measured on an in-memory ' +
+    'database where the same statements sent directly take 8 µs (the promise chain, AsyncLocalStorage\'s promise hooks, the token, ' +
+    'the one-acquire-per-job bookkeeping, garbage). The per-connection queue and the timeout timers around SQLite\'s synchronous ' +
+    'statements are already gone. Would close it: fewer promises per run.',
   memory:
     'Growth over the target with V8\'s young generation pinned: not seen while investigating (+2.6 to +3.6 MB in three runs, flat from ' +
     '10,000 to 200,000 runs). Would close it: rerun; if it persists, compare RSS at 10,000, 100,000 and 200,000 runs to tell a plateau from a leak.',
