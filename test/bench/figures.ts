@@ -130,27 +130,26 @@ async function walPerAttempt(driver: BenchDriver, guard: Guard, job: { name: str
 }
 
 export interface MemoryFigure {
-  readonly smallMb: number;
-  readonly largeMb: number;
-  readonly growthMb: number;
+  /** RSS after each checkpoint's number of runs, ascending. */
+  readonly readings: readonly { runs: number; rssMb: number }[];
 }
 
 /**
- * RSS growth of a guard on SQLite between `small` and `large` executions (figure 8), in a fresh
+ * RSS of a guard on SQLite after each checkpoint's number of executions (figure 8), in a fresh
  * process on the built dist/, so that what the figures before it left in this process is not
  * counted. `pinnedYoungGeneration`: V8's young generation fixed at its default maximum (16 MB
  * semi-spaces). Left to its adaptive sizing, it starts small and doubles up to that cap some time
- * after the first sample (+16 MB, then flat): V8's sizing, not memory the guard keeps. The figure
+ * after the first reading (+16 MB, then flat): V8's sizing, not memory the guard keeps. The figure
  * reports both.
  */
-export function memoryGrowth(url: string, small: number, large: number, { pinnedYoungGeneration }: { pinnedYoungGeneration: boolean }): Promise<MemoryFigure> {
+export function memoryGrowth(url: string, checkpoints: readonly number[], { pinnedYoungGeneration }: { pinnedYoungGeneration: boolean }): Promise<MemoryFigure> {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL('./memory-child.mjs', import.meta.url)), [url, String(small), String(large)], {
+    const child = fork(fileURLToPath(new URL('./memory-child.mjs', import.meta.url)), [url, ...checkpoints.map(String)], {
       execArgv: ['--expose-gc', ...(pinnedYoungGeneration ? ['--min-semi-space-size=16', '--max-semi-space-size=16'] : [])],
     });
-    let result: MemoryFigure | undefined;
-    child.on('message', (message) => (result = message as MemoryFigure));
+    let readings: { runs: number; rssMb: number }[] | undefined;
+    child.on('message', (message) => (readings = message as { runs: number; rssMb: number }[]));
     child.on('error', reject);
-    child.on('exit', (code) => (result === undefined ? reject(new Error(`memory figure: the child exited with ${code}`)) : resolve(result)));
+    child.on('exit', (code) => (readings === undefined ? reject(new Error(`memory figure: the child exited with ${code}`)) : resolve({ readings })));
   });
 }

@@ -1,10 +1,12 @@
 // Figure 8 in a process of its own, forked by `memoryGrowth` (figures.ts): plain JS on the built
 // dist/, because tsx's loader runs a second V8 heap on a worker thread whose RSS comes and goes by
-// tens of MB. Arguments: URL, small, large. Sends { smallMb, largeMb, growthMb }.
+// tens of MB. Arguments: URL, then the run counts to read RSS at. Sends [{ runs, rssMb }].
 import { setTimeout as delay } from 'node:timers/promises';
 import { createGuard } from '../../dist/src/index.js';
 
-const [url, small, large] = [process.argv[2], Number(process.argv[3]), Number(process.argv[4])];
+const url = process.argv[2];
+/** The run counts to read RSS at, ascending. */
+const checkpoints = process.argv.slice(3).map(Number);
 const guard = createGuard({ database: url, tablePrefix: 'memory_', logger: { warn: () => undefined, error: () => undefined }, telemetry: false });
 await guard.migrate();
 const job = { name: 'memory', lockAtMostFor: '1m' };
@@ -18,9 +20,11 @@ async function rss() {
   }
   return process.memoryUsage().rss / 1_048_576;
 }
-for (let i = 0; i < small; i += 1) await guard.run(job, noop);
-const smallMb = await rss();
-for (let i = small; i < large; i += 1) await guard.run(job, noop);
-const largeMb = await rss();
+const readings = [];
+let runs = 0;
+for (const checkpoint of checkpoints) {
+  for (; runs < checkpoint; runs += 1) await guard.run(job, noop);
+  readings.push({ runs, rssMb: await rss() });
+}
 await guard.close();
-process.send({ smallMb, largeMb, growthMb: largeMb - smallMb });
+process.send(readings);
