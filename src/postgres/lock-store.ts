@@ -74,6 +74,15 @@ SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
   const probeSql = `SELECT CASE WHEN last_slot >= $2::timestamptz THEN 'slot-done' WHEN lock_until > now() THEN 'locked' ELSE 'free' END AS state
   FROM ${locks} WHERE name = $1`;
 
+  // Acquire without history, for a guard that released the lock itself (the row exists): the
+  // CTE's UPDATE alone. Without run rows to write, nothing needs the rest of the CTE, and a plain
+  // conditional UPDATE takes the row with the same check. A loser is then asked why by the probe.
+  const takeSql = `UPDATE ${locks}
+   SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
+       last_slot = COALESCE($5, last_slot)
+ WHERE name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
+RETURNING 1 AS taken`;
+
   // Release: matched by the execution's token, never by locked_by (two processes on one host
   // share a host name). Keeps the lock until locked_at + lockAtLeastFor; clearing the token makes
   // a second release match nothing and tells the next taker that nobody was left running.
@@ -113,15 +122,22 @@ SELECT count(*)::int AS extended FROM extended`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
 
+  const acquireOutcome = async (parameters: unknown[]): Promise<AcquireOutcome> =>
+    (await query<{ outcome: AcquireOutcome }>(acquireSql, parameters))[0]?.outcome ?? 'locked';
+
   return {
     synchronous: false,
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
-      if (!expectFree) {
-        const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot]);
-        if (probe !== undefined && probe.state !== 'free') return probe.state;
+      const parameters = [job.name, job.lockAtMostForMs, lockedBy, token, slot];
+      if (expectFree) {
+        if (history) return acquireOutcome(parameters);
+        if ((await query(takeSql, parameters)).length === 1) return 'acquired';
+        // The take lost: the probe says why, and a row it finds free (taken and released
+        // meanwhile, or deleted by hand) goes through the full acquire.
       }
-      const rows = await query<{ outcome: AcquireOutcome }>(acquireSql, [job.name, job.lockAtMostForMs, lockedBy, token, slot]);
-      return rows[0]?.outcome ?? 'locked';
+      const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot]);
+      if (probe !== undefined && probe.state !== 'free') return probe.state;
+      return acquireOutcome(parameters);
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       // Without history, $4 and $5 are not in the statement, and PostgreSQL cannot type a parameter it never sees.
