@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
 import { sqlitePath } from '../src/sqlite/connection.js';
 import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
-import { guardOn, recordingLogger } from './support/guards.js';
+import { guardOn, migratedGuard, recordingLogger } from './support/guards.js';
+import { openRaw } from './support/raw-database.js';
 
 /** A Kysely on the target's database that keeps every statement it sends. */
 function loggedKysely(target: DialectTarget, url: string, log: CompiledQuery[]): Kysely<unknown> {
@@ -42,10 +43,12 @@ describe.each(dialectTargets())('the probe on $name', (target) => {
       expect(probes()).toBe(0);
 
       // Another replica takes the lock and keeps it (lockAtLeastFor): the guard's hint is now
-      // wrong, and its take, without a probe, loses as it should.
+      // wrong, and its take, sent before any probe, loses as it should. MySQL, which cannot tell
+      // a held row from a missing one by the take, reads the row after it.
+      const readsAfterLostTake = target.name === 'mysql' ? 1 : 0;
       expect((await other.run({ ...job, lockAtLeastFor: '1m' }, () => 'other')).executed).toBe(true);
       expect(await guard.run(job, () => 3)).toEqual({ executed: false, reason: 'locked' });
-      expect(probes()).toBe(0);
+      expect(probes()).toBe(readsAfterLostTake);
       // A hint is used once: having lost, the guard probes again.
       expect(await guard.run(job, () => 4)).toEqual({ executed: false, reason: 'locked' });
       expect(probes()).toBe(1);
@@ -58,7 +61,7 @@ describe.each(dialectTargets())('the probe on $name', (target) => {
       expect((await other.run({ ...scheduled, slot: second }, () => 'second')).executed).toBe(true);
       probes();
       expect(await guard.run({ ...scheduled, slot: second }, () => 'again')).toEqual({ executed: false, reason: 'slot-done' });
-      expect(probes()).toBe(0);
+      expect(probes()).toBe(readsAfterLostTake);
 
       // A lock kept for lockAtLeastFor after the release is not expected free: the guard probes.
       const kept = { name: 'probed-kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' };
@@ -72,6 +75,25 @@ describe.each(dialectTargets())('the probe on $name', (target) => {
     } finally {
       await guard.close();
       await kysely.destroy();
+    }
+  });
+
+  it.skipIf(target.serverUrl === null)('finds a lock row deleted by hand after the guard released it, with and without history', async () => {
+    for (const history of [true, false]) {
+      const { guard, url, prefix, logger } = await migratedGuard(target, { history });
+      const raw = await openRaw(target.name, url);
+      try {
+        const job = { name: 'deleted', lockAtMostFor: '1m' };
+        expect((await guard.run(job, () => 1)).executed, `history: ${history}`).toBe(true);
+        await raw.query(`DELETE FROM ${prefix}locks WHERE name = ?`, ['deleted']);
+        // The guard expects the lock free and takes first: the take finds no row, and the run
+        // must still happen (the acquire creates the row), not be skipped as 'locked'.
+        expect(await guard.run(job, () => 2), `history: ${history}`).toEqual({ executed: true, value: 2 });
+        expect(await raw.query(`SELECT name FROM ${prefix}locks`), `history: ${history}`).toHaveLength(1);
+        expect(logger.errors, `history: ${history}`).toEqual([]);
+      } finally {
+        await raw.close();
+      }
     }
   });
 });

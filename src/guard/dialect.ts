@@ -23,7 +23,8 @@ export interface AcquireRequest {
   readonly slot: Date | null;
   /**
    * This guard released the job's lock itself last time, so the lock is most likely free: skip the
-   * probe and go straight to the atomic take (see ReleasedLocks). Never changes who wins.
+   * probe and go straight to the atomic take (see ReleasedLocks). Never changes who wins: a take
+   * that loses is followed by whatever the store needs to say why (and to find a row deleted by hand).
    */
   readonly expectFree: boolean;
 }

@@ -2,12 +2,14 @@
 const MAX_REMEMBERED = 10_000;
 
 /**
- * The jobs whose lock this guard released itself, and when (performance.now()) each lock is free
- * again: at once, or once lockAtLeastFor has passed since the acquire was sent. The next acquire of
- * such a job skips the probe and goes straight to the atomic take, since the read would most likely
- * say "free": a winner then sends one statement fewer. Only a hint. If another replica took the lock
- * meanwhile, the take itself loses (and, like the probe, writes nothing on PostgreSQL and MySQL); a
- * hint is used once, so a guard that lost probes again next time.
+ * The jobs whose lock this guard released itself, and from when (performance.now()) each lock may
+ * be free again: at once, or once lockAtLeastFor has passed since the acquire was sent (the
+ * database counts from locked_at, a round trip later, so a take sent in between loses). The next
+ * acquire of such a job skips the probe and goes straight to the atomic take, since the read would
+ * most likely say "free": a winner then sends one statement fewer. Only a hint: the take alone
+ * decides. If another replica took the lock meanwhile, the take loses and writes nothing (it waits
+ * for the row's lock on MySQL, and for the write lock on SQLite, which a probe would not); a hint
+ * is used once, so a guard that lost probes again next time.
  */
 export class ReleasedLocks {
   readonly #freeAt = new Map<string, number>();

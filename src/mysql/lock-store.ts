@@ -14,7 +14,9 @@ const DEADLOCK_ATTEMPTS = 3;
 /**
  * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
  * A loss costs one read (the probe); a win four statements (the probe, take the lock, start the
- * run, release and finish it), three for a guard that released the job's lock itself last time.
+ * run, release and finish it). A guard that released the job's lock itself takes first: its win is
+ * three statements, its loss the take (matching nothing; it waits for the row lock, writes nothing)
+ * and the probe.
  * Without history, a win neither starts nor finishes a run row: the probe, the take, the release.
  */
 export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { history }: LockStoreSettings): LockStore {
@@ -43,7 +45,7 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { 
    SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
        locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?, last_slot = COALESCE(?, last_slot)
  WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (? IS NULL OR last_slot IS NULL OR last_slot < ?)`;
-  // For a scheduled loser of the race after the probe only: why it lost. Unscheduled losers skip it.
+  // For a scheduled loser of the take after the probe found the row free: why it lost. Unscheduled losers skip it.
   const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
 
   // Acquire, when the probe found no row: a plain INSERT, so that a concurrent creator gets a duplicate-key
@@ -142,9 +144,12 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
       const micros = Math.round(job.lockAtMostForMs * 1_000);
       const slotText = slot === null ? null : mysqlTime(slot);
-      // Without the probe, the row is assumed to exist (this guard released it): a row deleted
-      // by hand meanwhile makes this one attempt lose, and the next one probes and creates it.
-      const [probe] = expectFree ? [{ state: 'free' as const }] : (await execute<{ state: AcquireOutcome | 'free' }>(probeSql, [slotText, job.name])).rows;
+      const take = async (): Promise<boolean> =>
+        (await execute(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText])).numAffectedRows === 1n;
+      // A guard that released the lock itself takes first: the row most likely exists and is free.
+      if (expectFree && (await take())) return start(job, token, slotText);
+      // The probe, also after such a take lost: it says why, and finds a row deleted by hand.
+      const [probe] = (await execute<{ state: AcquireOutcome | 'free' }>(probeSql, [slotText, job.name])).rows;
       if (probe !== undefined && probe.state !== 'free') return probe.state;
       if (probe === undefined) {
         try {
@@ -155,8 +160,7 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
         }
         return start(job, token, slotText);
       }
-      const taken = await execute(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText]);
-      return taken.numAffectedRows === 1n ? start(job, token, slotText) : loss(job, slotText);
+      return (await take()) ? start(job, token, slotText) : loss(job, slotText);
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       const micros = Math.round(job.lockAtLeastForMs * 1_000);

@@ -8,8 +8,10 @@ import type { ResolvedJob } from '../guard/job-options.js';
 /**
  * The PostgreSQL lock statements, built once per guard. A loss costs one read (the probe); a win
  * three statements: the probe, one that acquires and starts the run's history row, one that
- * releases and finishes it. A guard that released the job's lock itself last time skips the probe.
- * Without history, the run-row parts of each statement are left out.
+ * releases and finishes it. A guard that released the job's lock itself last time skips the probe
+ * (a loss is then the acquire, which writes nothing). Without history, the run-row parts of each
+ * statement are left out, and such a guard takes the row with a plain UPDATE (a loss is then that
+ * UPDATE, matching nothing, and the probe).
  */
 export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames, { native, history }: LockStoreSettings): LockStore {
   const query = statementRunner(db, native);
