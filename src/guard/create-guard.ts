@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../database/connect.js';
 import { runMigrations } from '../database/migrate.js';
@@ -7,6 +7,7 @@ import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from '../history/doctor.
 import { createHistoryReader, pointInTime, type HistoryPage, type HistoryQuery } from '../history/history.js';
 import { createLockReader, type LockRecord } from '../history/locks.js';
 import { createPruner } from '../history/prune.js';
+import { ConnectionWarmUp } from '../node-cron/connection-warm-up.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../node-cron/schedule.js';
 import { reportToOpenTelemetry } from '../telemetry/opentelemetry.js';
@@ -25,6 +26,8 @@ import type { RunResult } from './run-result.js';
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
 const RETENTION_MAX_BATCHES = 10;
+/** What a connection warm-up sends on each connection. */
+const SELECT_ONE = CompiledQuery.raw('SELECT 1');
 
 /** Options of `guard.shutdown`. */
 export interface ShutdownOptions {
@@ -45,6 +48,10 @@ export class Guard {
   readonly #prune: ReturnType<typeof createPruner>;
   readonly #inFlight = new InFlight();
   readonly #tasks = new Set<ScheduledTask>();
+  /** Before a scheduled fire after a quiet spell, opens the connections its runs will need. */
+  readonly #warmUp = new ConnectionWarmUp(this.#tasks, async (connections) => {
+    await Promise.all(Array.from({ length: connections }, () => this.#db.executeQuery(SELECT_ONE)));
+  });
   /** performance.now() of the last retention prune; the first comes after the first run. */
   #prunedAt = Number.NEGATIVE_INFINITY;
   #closed = false;
@@ -139,12 +146,14 @@ export class Guard {
    * `TypeError` now.
    */
   schedule<T>(expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
-    return scheduleJob(
+    const task = scheduleJob(
       { resolveJob: (job) => this.resolveJob(job), runResolved: (job, run, slot) => this.runResolved(job, run, slot), tasks: this.#tasks },
       expression,
       options,
       fn,
     );
+    this.#warmUp.arm();
+    return task;
   }
 
   /**
@@ -231,6 +240,7 @@ export class Guard {
 
   async #stop(timeoutMs: number): Promise<void> {
     this.#closed = true;
+    this.#warmUp.stop();
     await Promise.all([...this.#tasks].map((task) => task.stop()));
     this.#tasks.clear();
     for (const execution of this.#environment.running) execution.abort(shutdownReason(execution.name));

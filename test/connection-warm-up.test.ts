@@ -1,0 +1,39 @@
+// Scheduled fires after a quiet spell find their connections already open. Observed on PostgreSQL,
+// whose pool says how many connections it holds; the warm-up itself is the same on every dialect.
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { createGuard } from '../src/index.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { recordingLogger } from './support/guards.js';
+
+const postgres = dialectTargets().filter((target) => target.name === 'postgres');
+
+describe.each(postgres)('connection warm-up on $name', (target) => {
+  it('opens a connection per run due a second before a quiet fire', async () => {
+    const pool = new pg.Pool({ connectionString: databaseUrl(target), max: 8 });
+    const logger = recordingLogger();
+    const guard = createGuard({ database: pool, tablePrefix: uniquePrefix(), logger });
+    try {
+      await guard.migrate();
+      // A fire at a whole second at least 3 s away (a seconds field: it fires once a minute).
+      const fireAt = Math.ceil((Date.now() + 3_000) / 1_000) * 1_000;
+      const expression = `${new Date(fireAt).getUTCSeconds()} * * * * *`;
+      const started: number[] = [];
+      for (let job = 0; job < 4; job += 1) {
+        guard.schedule(expression, { name: `warm-${job}`, lockAtMostFor: '10s' }, () => void started.push(Date.now()));
+      }
+      // Migrate left at most one connection open.
+      expect(pool.totalCount).toBeLessThanOrEqual(1);
+      // Half a second before the fire, a connection waits for each of the four runs.
+      await sleep(fireAt - 500 - Date.now());
+      expect(pool.totalCount).toBe(4);
+      await expect.poll(() => started.length, { timeout: 5_000 }).toBe(4);
+      expect(Math.min(...started)).toBeGreaterThanOrEqual(fireAt);
+      expect(logger.errors).toEqual([]);
+    } finally {
+      await guard.shutdown();
+      await pool.end();
+    }
+  });
+});
