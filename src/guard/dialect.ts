@@ -57,8 +57,9 @@ export interface LockStore {
    * row (id = token) and marks `abandoned` the run it took over from if that one never released.
    * Every dialect first reads the lock row (the probe: no write, no row lock) and answers a lock
    * held or a slot already run from that read; only a lock that looks free reaches the atomic take.
-   * With `expectFree`, the probe is skipped: the take alone decides, and a loser still writes nothing
-   * (SQLite: it waits for the write lock, once).
+   * With `expectFree`, the take goes first: it alone decides, and a loser still writes nothing (it
+   * may wait for the row's lock on MySQL or the write lock on SQLite, and the store may then read
+   * the row to say why).
    */
   acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome>;
   /**
