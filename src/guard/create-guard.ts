@@ -152,7 +152,7 @@ export class Guard {
       options,
       fn,
     );
-    this.#warmUp.arm();
+    this.#warmUp.requestArm();
     return task;
   }
 

@@ -7,6 +7,12 @@ const LEAD_MS = 1_000;
 const QUIET_MS = 5_000;
 /** At most this many connections are opened: the size of the pool a guard opens itself. */
 const MAX_CONNECTIONS = 10;
+/**
+ * While fires come less than QUIET_MS apart, the next fires are looked at no more often than this:
+ * node-cron computes a task's next fire in about 50 µs, so a thousand once-a-second tasks would
+ * otherwise cost 50 ms every second. Less than QUIET_MS - LEAD_MS, so a quiet fire is still seen in time.
+ */
+const BUSY_RECHECK_MS = 3_000;
 
 /**
  * Opens the connections a scheduled fire will need a second before it, when the fire follows a
@@ -23,6 +29,7 @@ export class ConnectionWarmUp {
   /** The last fire time (epoch ms) this warm-up has planned for. */
   #lastFireAt = Number.NEGATIVE_INFINITY;
   #stopped = false;
+  #armRequested = false;
 
   /** `open` runs `connections` statements at once on the guard's pool, which opens that many connections. */
   constructor(tasks: ReadonlySet<ScheduledTask>, open: (connections: number) => Promise<void>) {
@@ -30,7 +37,17 @@ export class ConnectionWarmUp {
     this.#open = open;
   }
 
-  /** Plans the next warm-up from the tasks' next fires; call when a task is added. */
+  /** Plans the next warm-up once the tasks scheduled in this turn of the event loop are all added. */
+  requestArm(): void {
+    if (this.#armRequested) return;
+    this.#armRequested = true;
+    setImmediate(() => {
+      this.#armRequested = false;
+      this.arm();
+    }).unref();
+  }
+
+  /** Plans the next warm-up from the tasks' next fires. */
   arm(): void {
     clearTimeout(this.#timer);
     if (this.#stopped) return;
@@ -45,12 +62,14 @@ export class ConnectionWarmUp {
     const quiet = next - this.#lastFireAt >= QUIET_MS;
     // The runs of tasks that fire together (within the lead) need a connection each.
     const due = Math.min(MAX_CONNECTIONS, fires.filter((at) => at - next < LEAD_MS).length);
+    // `next` fired: no later fire can be quiet unless it comes QUIET_MS after this one (a busy
+    // schedule may have fired again since: counting from `next` can only warm up once too often).
     const afterFire = (): void => {
       this.#lastFireAt = next;
       this.arm();
     };
     if (!quiet) {
-      this.#wait(next + 1 - now, afterFire);
+      this.#wait(Math.max(next + 1, now + BUSY_RECHECK_MS) - now, afterFire);
       return;
     }
     this.#wait(next - LEAD_MS - now, () => {
