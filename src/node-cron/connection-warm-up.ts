@@ -53,12 +53,14 @@ export class ConnectionWarmUp {
     if (this.#stopped) return;
     const now = Date.now();
     const fires: number[] = [];
+    let next = Number.POSITIVE_INFINITY;
     for (const task of this.#tasks) {
       const at = task.getNextRun()?.getTime();
-      if (at !== undefined && at > now) fires.push(at);
+      if (at === undefined || at <= now) continue;
+      fires.push(at);
+      next = Math.min(next, at);
     }
     if (fires.length === 0) return;
-    const next = Math.min(...fires);
     const quiet = next - this.#lastFireAt >= QUIET_MS;
     // The runs of tasks that fire together (within the lead) need a connection each.
     const due = Math.min(MAX_CONNECTIONS, fires.filter((at) => at - next < LEAD_MS).length);
