@@ -158,7 +158,7 @@ describe.each(dialectTargets())('history on $name', (target) => {
     it('writes no run rows with history: false, and still locks, extends, releases and reports a lost lock', async () => {
       const { guard, url, prefix, logger } = await migratedGuard(target, { history: false, lockedBy: 'no-history' });
       const other = guardOn(url, prefix, { lockedBy: 'with-history' }).guard;
-      // A win with an extend, twice (the second skips the probe), and a failing run.
+      // A win with an extend, twice (the second through the hinted take), and a failing run.
       for (let i = 0; i < 2; i += 1) {
         expect(await guard.run({ name: 'quiet', lockAtMostFor: '1m' }, (ctx) => ctx.extend('2m'))).toEqual({ executed: true, value: true });
       }

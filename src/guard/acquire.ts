@@ -30,7 +30,7 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
     slot,
     expectFree: !waitForPending && environment.releasedLocks.takeExpectFree(job.name),
   };
-  if (pending !== undefined && waitForPending) {
+  if (waitForPending) {
     // Another execution of this job in this process is taking the lock: whatever it gets, this
     // one would lose to it. Sending a second acquire would only queue it behind the first (on a
     // row lock, a pool connection, a dead server): a hung database would pile one up per tick.
