@@ -19,7 +19,8 @@ const DESCRIPTIONS: Record<ScenarioId, string> = {
     'The guard\'s own server (embedded PostgreSQL, mariadbd) is stopped and started again while an acquire waits on a row lock, while a job runs, and while a release waits on a row lock. ' +
     'Lost: a crash or unhandled rejection, a job run while the server was down, no normal run within two ticks after, a history row left `running` once its lock expired. `test/faults/database-restart.test.ts`.',
   'clock-skew':
-    'Three node-cron replicas (every second) under Debian\'s faketime at +30 s, 0 and −30 s. Lost: a slot label run twice, a second of real time with no run or with two. ' +
+    'Three node-cron replicas (every second) under Debian\'s faketime at +30 s, 0 and −30 s; the +30 s one runs a slot first, then the others race it. ' +
+    'Lost: a slot label run twice, a second of real time with no run or with two, the fast clock not flagged by `doctor`. ' +
     '`test/faults/clock-skew.test.ts`.',
   'bad-input':
     'fast-check properties over job names (quotes, backslashes, NUL, emoji, SQL injection, 255 and 256 code points), durations and table prefixes. Lost: an invalid value accepted or ' +
