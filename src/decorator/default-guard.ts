@@ -1,4 +1,4 @@
-import type { Guard } from '../guard/create-guard.js';
+import { resolvedJobRunner, type Guard } from '../guard/create-guard.js';
 import { GuardError } from '../guard/errors.js';
 import type { JobOptions, ResolvedJob } from '../guard/job-options.js';
 import { checkJobOptions } from '../guard/job-options.js';
@@ -29,11 +29,12 @@ export function guarded(options: JobOptions): GuardedDecorator {
         { job: options.name },
       );
     }
+    const runner = resolvedJobRunner(guard);
     let job = resolved.get(guard);
     if (job === undefined) {
-      job = guard.resolveJob(options);
+      job = runner.resolveJob(options);
       resolved.set(guard, job);
     }
-    return guard.runResolved(job, fn);
+    return runner.runResolved(job, fn, null);
   });
 }

@@ -35,8 +35,28 @@ export interface ShutdownOptions {
   timeout?: DurationInput;
 }
 
+/**
+ * What the guard's own modules (the standalone decorator, `guard.schedule`) need to run a job whose
+ * options were validated once, beforehand. Not part of the package's API.
+ */
+export interface ResolvedJobRunner {
+  resolveJob(options: JobOptions): ResolvedJob;
+  runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>>;
+}
+
+let runnerOfGuard: (guard: Guard) => ResolvedJobRunner;
+
+/** The guard's runner for validated jobs, for this package's modules only (not exported from index.ts). */
+export function resolvedJobRunner(guard: Guard): ResolvedJobRunner {
+  return runnerOfGuard(guard);
+}
+
 /** A guard: runs jobs under their lock rows in one database. */
 export class Guard {
+  static {
+    runnerOfGuard = (guard) => guard.#runner;
+  }
+
   /** The dialect of the guard's database. */
   readonly dialect: DialectName;
   readonly #options: ResolvedGuardOptions;
@@ -56,6 +76,10 @@ export class Guard {
   #prunedAt = Number.NEGATIVE_INFINITY;
   #closed = false;
   #shutdown: Promise<void> | undefined;
+  readonly #runner: ResolvedJobRunner = {
+    resolveJob: (options) => resolveJob(options, this.#options.defaults),
+    runResolved: (job, fn, slot) => this.#runResolved(job, fn, slot),
+  };
 
   constructor(options: GuardOptions = {}) {
     const resolved = resolveGuardOptions(options);
@@ -95,11 +119,11 @@ export class Guard {
    */
   async run<T>(options: RunOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
     const job = resolveJob(options, this.#options.defaults);
-    return this.runResolved(job, fn, validateSlot(options.slot, job.name));
+    return this.#runResolved(job, fn, validateSlot(options.slot, job.name));
   }
 
-  /** `run` for options validated beforehand (the decorator validates once, when applied). */
-  async runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null = null): Promise<RunResult<Awaited<T>>> {
+  /** `run` for options validated beforehand (the decorators validate once, when applied). */
+  async #runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>> {
     if (this.#closed) {
       const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name });
       this.#options.logger.warn(error.message);
@@ -126,9 +150,13 @@ export class Guard {
     return this;
   }
 
-  /** Validates job options against this guard's defaults; a `TypeError` when they are wrong. */
-  resolveJob(job: JobOptions): ResolvedJob {
-    return resolveJob(job, this.#options.defaults);
+  /**
+   * The job's options as the guard will run them: every duration in milliseconds, the guard's
+   * defaults filled in, the stop margin and keep-alive interval derived. A `TypeError` when an
+   * option is wrong, the same one `run` would throw: for checking job definitions at start-up.
+   */
+  resolveJob(options: JobOptions): ResolvedJob {
+    return resolveJob(options, this.#options.defaults);
   }
 
   /**
@@ -136,8 +164,8 @@ export class Guard {
    * lock. A skipped call resolves to `undefined`. Options are validated here, when applied.
    */
   guarded(options: JobOptions): GuardedDecorator {
-    const job = this.resolveJob(options);
-    return createGuardedDecorator((fn) => this.runResolved(job, fn));
+    const job = resolveJob(options, this.#options.defaults);
+    return createGuardedDecorator((fn) => this.#runResolved(job, fn, null));
   }
 
   /**
@@ -147,7 +175,7 @@ export class Guard {
    */
   schedule<T>(expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
     const task = scheduleJob(
-      { resolveJob: (job) => this.resolveJob(job), runResolved: (job, run, slot) => this.runResolved(job, run, slot), tasks: this.#tasks },
+      { ...this.#runner, tasks: this.#tasks },
       expression,
       options,
       fn,

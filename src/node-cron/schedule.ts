@@ -1,9 +1,9 @@
 import { IANAZone } from 'luxon';
 import { schedule as scheduleTask, validateDetailed, type ScheduledTask } from 'node-cron';
 import { describeValue } from '../guard/describe-value.js';
+import type { ResolvedJobRunner } from '../guard/create-guard.js';
 import type { JobFunction } from '../guard/execute.js';
-import type { JobOptions, ResolvedJob } from '../guard/job-options.js';
-import type { RunResult } from '../guard/run-result.js';
+import type { JobOptions } from '../guard/job-options.js';
 
 /** A job to run on a cron schedule. */
 export interface ScheduleOptions extends JobOptions {
@@ -12,9 +12,7 @@ export interface ScheduleOptions extends JobOptions {
 }
 
 /** What `guard.schedule` needs from its guard. */
-export interface ScheduleHost {
-  resolveJob(options: JobOptions): ResolvedJob;
-  runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>>;
+export interface ScheduleHost extends ResolvedJobRunner {
   /** Tasks to stop on shutdown. */
   readonly tasks: Set<ScheduledTask>;
 }
