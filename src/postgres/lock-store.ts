@@ -97,13 +97,12 @@ RETURNING 1 AS taken`;
          overran = lock_until < now() OR NOT EXISTS (SELECT 1 FROM released)
    WHERE id = $3
 )`;
-  const releaseSql = `WITH released AS (
-  UPDATE ${locks}
+  // Without history the UPDATE stands alone (no CTE to count through): ShedLock's release, token-matched.
+  const releaseLock = `UPDATE ${locks}
      SET lock_until = GREATEST(now(), locked_at + $2::double precision * interval '1 millisecond'), token = NULL
    WHERE name = $1 AND token = $3
-  RETURNING 1
-)${history ? finishRun : ''}
-SELECT count(*)::int AS released FROM released`;
+  RETURNING 1 AS released`;
+  const releaseSql = history ? `WITH released AS (\n  ${releaseLock}\n)${finishRun}\nSELECT count(*)::int AS released FROM released` : releaseLock;
 
   // Extend: owner-checked by token and only while not expired, so that a holder whose lock has
   // lapsed can never revive it over a successor; GREATEST, so that an extend never shortens the
@@ -112,12 +111,10 @@ SELECT count(*)::int AS released FROM released`;
   const followRun = `, followed AS (
   UPDATE ${runs} SET lock_until = extended.lock_until FROM extended WHERE ${runs}.id = $3
 )`;
-  const extendSql = `WITH extended AS (
-  UPDATE ${locks} SET lock_until = GREATEST(lock_until, now() + $2::double precision * interval '1 millisecond')
+  const extendLock = `UPDATE ${locks} SET lock_until = GREATEST(lock_until, now() + $2::double precision * interval '1 millisecond')
    WHERE name = $1 AND token = $3 AND lock_until > now()
-  RETURNING lock_until
-)${history ? followRun : ''}
-SELECT count(*)::int AS extended FROM extended`;
+  RETURNING lock_until, 1 AS extended`;
+  const extendSql = history ? `WITH extended AS (\n  ${extendLock}\n)${followRun}\nSELECT count(*)::int AS extended FROM extended` : extendLock;
 
   // A skipped execution, for those who asked (recordSkips). Not on the losing path by default:
   // a loser writes nothing.
