@@ -38,4 +38,34 @@ describe.each(postgres)('connection warm-up on $name', (target) => {
       await pool.end();
     }
   });
+
+  it('opens none for a destroyed task, and plans again for a task started again', async () => {
+    const pool = new pg.Pool({ connectionString: databaseUrl(target), max: 8 });
+    const guard = createGuard({ database: pool, tablePrefix: uniquePrefix(), logger: recordingLogger() });
+    try {
+      await guard.migrate();
+      const fireAt = Math.ceil((Date.now() + 3_000) / 1_000) * 1_000;
+      const expression = `${new Date(fireAt).getUTCSeconds()} * * * * *`;
+      const started: string[] = [];
+      const tasks = ['kept', 'destroyed-1', 'destroyed-2', 'restarted'].map((name) =>
+        guard.schedule(expression, { name, lockAtMostFor: '10s' }, () => void started.push(name)),
+      );
+      // node-cron still reports a next run for a destroyed task (and after maxExecutions).
+      await tasks[1]?.destroy();
+      await tasks[2]?.destroy();
+      await tasks[3]?.stop();
+      await sleep(50);
+      await tasks[3]?.start();
+      let most = pool.totalCount;
+      while (Date.now() < fireAt - 20) {
+        most = Math.max(most, pool.totalCount);
+        await sleep(20);
+      }
+      expect(most).toBe(2);
+      await expect.poll(() => started.sort(), { timeout: 5_000 }).toEqual(['kept', 'restarted']);
+    } finally {
+      await guard.shutdown();
+      await pool.end();
+    }
+  });
 });

@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely';
 import { createPool as createMysqlCallbackPool } from 'mysql2';
 import { createPool as createMysqlPromisePool } from 'mysql2/promise';
+import { readdirSync, readlinkSync } from 'node:fs';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type DatabaseInput } from '../src/index.js';
@@ -115,6 +116,29 @@ describe.each(dialectTargets())('database input on $name', (target) => {
 });
 
 describe('database input', () => {
+  it('closes the SQLite file it opened from a URL, also when only lock statements used it', async () => {
+    const url = databaseUrl({ name: 'sqlite', serverUrl: 'sqlite:' });
+    const path = sqlitePath(url);
+    const migrating = createGuard({ database: url });
+    await migrating.migrate();
+    await migrating.shutdown();
+    const openFiles = (): string[] =>
+      readdirSync('/proc/self/fd').flatMap((fd) => {
+        try {
+          return [readlinkSync(`/proc/self/fd/${fd}`)];
+        } catch {
+          return [];
+        }
+      });
+    expect(openFiles()).not.toContain(path);
+    // This guard never sends a query through Kysely: the lock statements open the file themselves.
+    const guard = createGuard({ database: url });
+    expect(await guard.run({ name: 'lock-only', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+    expect(openFiles()).toContain(path);
+    await guard.shutdown();
+    expect(openFiles()).not.toContain(path);
+  });
+
   it('rejects a Kysely transaction: lock statements must commit on their own', async () => {
     const database = new Database(':memory:');
     const kysely = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });

@@ -67,6 +67,14 @@ describe('guard.schedule options', () => {
       await guard.shutdown();
     }
   });
+
+  it('refuses to schedule on a guard that has shut down', async () => {
+    const guard = createGuard({ database: 'sqlite::memory:' });
+    await guard.shutdown();
+    expect(() => guard.schedule('* * * * *', { name: 'late', lockAtMostFor: '1m' }, () => 1)).toThrow(
+      expect.objectContaining({ name: 'GuardError', code: 'GUARD_CLOSED', message: 'The guard is shut down; job "late" was not scheduled' }),
+    );
+  });
 });
 
 describe.each(dialectTargets())('node-cron replicas on $name', (target) => {

@@ -30,6 +30,8 @@ export interface OpenedDatabase {
   readonly owned: boolean;
   /** The driver's own pool or database under `db`, when known (not for a Kysely passed in). */
   readonly native: unknown;
+  /** Ends the pool or file the guard opened; nothing for a handle passed in. */
+  close(): Promise<void>;
 }
 
 /** The dialect of a `database` option, without connecting; a `TypeError` for anything unusable. */
@@ -52,11 +54,15 @@ export function dialectOf(input: DatabaseInput): Dialect {
  * wraps the handle the user passed in. `dialect` is `dialectOf(input)`.
  */
 export function openDatabase(input: DatabaseInput, dialect: Dialect, settings: OpenSettings): OpenedDatabase {
-  if (typeof input === 'string') return { ...dialect.open(input, settings), dialect, owned: true };
-  if (isKysely(input)) return { db: input as unknown as Kysely<unknown>, dialect, owned: false, native: undefined };
-  if (isPostgresPool(input)) return { db: adoptPostgresPool(input), dialect, owned: false, native: input };
-  if (isMysqlPool(input)) return { db: adoptMysqlPool(input), dialect, owned: false, native: input };
-  return { db: adoptSqliteDatabase(input), dialect, owned: false, native: input };
+  if (typeof input === 'string') {
+    const { db, native, close } = dialect.open(input, settings);
+    return { db, native, dialect, owned: true, close: close ?? (() => db.destroy()) };
+  }
+  const yours = { dialect, owned: false, close: () => Promise.resolve() };
+  if (isKysely(input)) return { ...yours, db: input as unknown as Kysely<unknown>, native: undefined };
+  if (isPostgresPool(input)) return { ...yours, db: adoptPostgresPool(input), native: input };
+  if (isMysqlPool(input)) return { ...yours, db: adoptMysqlPool(input), native: input };
+  return { ...yours, db: adoptSqliteDatabase(input), native: input };
 }
 
 /** The dialect a URL names, or a `TypeError`. */

@@ -61,7 +61,8 @@ export class Guard {
   readonly dialect: DialectName;
   readonly #options: ResolvedGuardOptions;
   readonly #db: Kysely<unknown>;
-  readonly #owned: boolean;
+  /** Ends the pool or file the guard opened itself; nothing for one passed in. */
+  readonly #closeDatabase: () => Promise<void>;
   readonly #environment: ExecuteEnvironment;
   readonly #readHistory: (query?: HistoryQuery) => Promise<HistoryPage>;
   readonly #lockReader: ReturnType<typeof createLockReader>;
@@ -89,7 +90,7 @@ export class Guard {
     this.#options = resolved;
     this.dialect = dialect.name;
     this.#db = opened.db;
-    this.#owned = opened.owned;
+    this.#closeDatabase = opened.close;
     this.#environment = {
       store: dialect.createLockStore(opened.db, tables, {
         native: resolved.preparedStatements ? opened.native : undefined,
@@ -174,14 +175,12 @@ export class Guard {
    * `TypeError` now.
    */
   schedule<T>(expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
-    const task = scheduleJob(
-      { ...this.#runner, tasks: this.#tasks },
-      expression,
-      options,
-      fn,
-    );
-    this.#warmUp.requestArm();
-    return task;
+    if (this.#closed) {
+      // A live node-cron task behind a closed guard would only log GUARD_CLOSED at every tick.
+      const job = resolveJob(options, this.#options.defaults).name;
+      throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
+    }
+    return scheduleJob({ ...this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm() }, expression, options, fn);
   }
 
   /**
@@ -278,7 +277,7 @@ export class Guard {
         `Shutdown: ${pending} run(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`,
       );
     }
-    if (this.#owned) await this.#db.destroy();
+    await this.#closeDatabase();
   }
 
   /** With historyRetention, prunes in the background at most once an hour; never delays the job. */

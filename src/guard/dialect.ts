@@ -130,8 +130,12 @@ export interface Dialect {
   isLockWaitTimeout(error: unknown): boolean;
   /** True for a migration error that only means another process migrated at the same moment. */
   isMigrationRace(error: unknown): boolean;
-  /** Opens a pool the guard owns (and ends on close) from a URL; `native` is the driver's pool. */
-  open(url: string, settings: OpenSettings): { db: Kysely<unknown>; native: unknown };
+  /**
+   * Opens a pool the guard owns (and ends on close) from a URL; `native` is the driver's pool.
+   * `close` ends what `db.destroy()` alone would not (a SQLite file the lock statements opened
+   * without Kysely).
+   */
+  open(url: string, settings: OpenSettings): { db: Kysely<unknown>; native: unknown; close?: () => Promise<void> };
 }
 
 /** How a guard's lock statements are sent, and what they write. */

@@ -1,4 +1,5 @@
 import { parseDuration, type DurationInput } from './duration.js';
+import { describeValue } from './describe-value.js';
 import { GuardError } from './errors.js';
 import type { ResolvedJob } from './job-options.js';
 import { MAX_TIMER_MS } from './timeout.js';
@@ -90,7 +91,7 @@ export class Execution implements ExecutionContext {
     if (this.#ended) return false;
     const durationMs = duration === undefined ? this.#job.lockAtMostForMs : parseDuration(duration, { option: 'duration', job: this.name });
     if (durationMs <= 0) {
-      throw new TypeError(`Expected \`duration\` of job ${JSON.stringify(this.name)} to be a duration greater than 0, got ${String(duration)}`);
+      throw new TypeError(`Expected \`duration\` of job ${JSON.stringify(this.name)} to be a duration greater than 0, got ${describeValue(duration)}`);
     }
     // The new expiry counts from before the extend is sent; a failed or late one moves nothing.
     const sentAt = performance.now();
@@ -100,7 +101,10 @@ export class Execution implements ExecutionContext {
       if (this.#controller !== undefined && !this.#controller.signal.aborted) this.#arm();
       return true;
     }
-    if (outcome === 'lost') {
+    // A 'lost' that answers after the job returned is not reported: the release, which clears the
+    // token, may simply have come first (an un-awaited extend, or one waiting for a connection).
+    // A lock really lost is then reported by the release itself.
+    if (outcome === 'lost' && !this.#ended) {
       this.#hooks.lost();
       this.abort(new GuardError('LOCK_LOST', `Job "${this.name}" lost its lock: another execution holds it now`, { job: this.name }));
       // Nothing left to keep alive.
@@ -148,7 +152,8 @@ export class Execution implements ExecutionContext {
         if (extended) this.#scheduleKeepAlive(interval);
         else if (performance.now() < this.#lockExpiresAt) this.#scheduleKeepAlive(Math.min(interval, KEEP_ALIVE_RETRY_MS));
       }, () => undefined);
-    }, delayMs);
+      // An interval longer than a timer can wait (lockAtMostFor over 74 days) extends sooner: harmless.
+    }, Math.min(delayMs, MAX_TIMER_MS));
     this.#keepAliveTimer.unref();
   }
 }

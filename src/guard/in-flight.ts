@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_TIMER_MS } from './timeout.js';
 
 /** The work a guard has under way (runs, and locks a node-cron coordinator holds), for shutdown. */
 export class InFlight {
@@ -22,7 +23,7 @@ export class InFlight {
     while (this.#pending.size > 0) {
       const remaining = deadline - performance.now();
       if (remaining <= 0) break;
-      const timer = sleep(remaining, undefined, { ref: false });
+      const timer = sleep(Math.min(remaining, MAX_TIMER_MS), undefined, { ref: false });
       await Promise.race([Promise.allSettled([...this.#pending]), timer]);
     }
     return this.#pending.size;

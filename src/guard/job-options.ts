@@ -55,21 +55,25 @@ export interface ResolvedDefaults {
 
 export const MAX_NAME_LENGTH = 255;
 
-export function resolveDefaults(defaults: JobDefaults | undefined): ResolvedDefaults {
+/**
+ * Validates a pair of default durations: the guard's `defaults` (`label` 'defaults'), or the
+ * options of `guard.coordinator()` ('coordinator'), which name their options `${label}.…` in errors.
+ */
+export function resolveDefaults(defaults: JobDefaults | undefined, label = 'defaults'): ResolvedDefaults {
   if (defaults !== undefined && (typeof defaults !== 'object' || defaults === null)) {
-    throw new TypeError(`Expected \`defaults\` to be an object, got ${describeValue(defaults)}`);
+    throw new TypeError(`Expected \`${label}\` to be an object, got ${describeValue(defaults)}`);
   }
   const lockAtMostForMs =
     defaults?.lockAtMostFor === undefined
       ? undefined
-      : positiveDuration(defaults.lockAtMostFor, 'defaults.lockAtMostFor', undefined);
+      : positiveDuration(defaults.lockAtMostFor, `${label}.lockAtMostFor`, undefined);
   const lockAtLeastForMs =
     defaults?.lockAtLeastFor === undefined
       ? 0
-      : parseDuration(defaults.lockAtLeastFor, { option: 'defaults.lockAtLeastFor', job: undefined });
+      : parseDuration(defaults.lockAtLeastFor, { option: `${label}.lockAtLeastFor`, job: undefined });
   if (lockAtMostForMs !== undefined && lockAtLeastForMs > lockAtMostForMs) {
     throw new TypeError(
-      `Expected \`defaults.lockAtLeastFor\` (${lockAtLeastForMs} ms) to be at most \`defaults.lockAtMostFor\` (${lockAtMostForMs} ms)`,
+      `Expected \`${label}.lockAtLeastFor\` (${lockAtLeastForMs} ms) to be at most \`${label}.lockAtMostFor\` (${lockAtMostForMs} ms)`,
     );
   }
   return { lockAtMostForMs, lockAtLeastForMs };

@@ -73,13 +73,15 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`;
   // change (the token is cleared, the status leaves 'running'), so the affected count is 2 when
   // the lock was released and 1 when it was lost, with or without CLIENT_FOUND_ROWS. overran: the
   // lock had expired by now, or another execution had taken it. No assignment reads a column
-  // another one writes: MySQL does not order multi-table assignments.
+  // another one writes: MySQL does not order multi-table assignments. A run already finished is
+  // left alone: a release retried after its first attempt committed unseen (a lost reply) must
+  // not rewrite it as overran; it then matches nothing here and falls to the lock-only release.
   const releaseSql = `UPDATE ${runs} r LEFT JOIN ${locks} l ON l.name = ? AND l.token = r.id
    SET l.lock_until = GREATEST(UTC_TIMESTAMP(3), l.locked_at + INTERVAL ? MICROSECOND), l.token = NULL,
        r.status = ?, r.error = ?, r.finished_at = UTC_TIMESTAMP(3),
        r.duration_ms = TIMESTAMPDIFF(MICROSECOND, r.started_at, UTC_TIMESTAMP(3)) DIV 1000,
        r.overran = (l.name IS NULL OR r.lock_until < UTC_TIMESTAMP(3))
- WHERE r.id = ?`;
+ WHERE r.id = ? AND r.finished_at IS NULL`;
 
   // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
   // revive its lock over a successor; the run's lock_until follows (LEFT JOIN: a run row deleted by

@@ -55,6 +55,8 @@ export class ConnectionWarmUp {
     const fires: number[] = [];
     let next = Number.POSITIVE_INFINITY;
     for (const task of this.#tasks) {
+      // node-cron still reports a next run for a destroyed task; a stopped one reports none.
+      if (task.getStatus() === 'destroyed') continue;
       const at = task.getNextRun()?.getTime();
       if (at === undefined || at <= now) continue;
       fires.push(at);

@@ -4,7 +4,8 @@ import { acquireLock, isHeld } from '../guard/acquire.js';
 import type { ExecuteEnvironment, HeldLock } from '../guard/environment.js';
 import { releaseLock, SUCCEEDED } from '../guard/release.js';
 import type { InFlight } from '../guard/in-flight.js';
-import { resolveJob, type ResolvedDefaults, type ResolvedJob } from '../guard/job-options.js';
+import { resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../guard/job-options.js';
+import { MAX_TIMER_MS } from '../guard/timeout.js';
 
 /** Lock durations for the tasks a node-cron coordinator serves. */
 export interface CoordinatorOptions {
@@ -36,19 +37,59 @@ const GENERATED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
  */
 export function createRunCoordinator(host: CoordinatorHost, options: CoordinatorOptions = {}): RunCoordinator {
   // Checked now, so that a bad duration fails at start-up rather than at the first tick.
-  resolveJob({ name: 'coordinator', ...options }, { ...host.defaults, lockAtMostForMs: host.defaults.lockAtMostForMs ?? 1 });
-  const held = new Map<string, { lock: HeldLock; done: () => void; expiry: NodeJS.Timeout }>();
+  const durations = coordinatorDurations(options, host.defaults);
+  const held = new Map<string, HeldEntry>();
   const jobs = new Map<string, ResolvedJob>();
   const warned = new Set<string>();
   const { environment } = host;
 
-  function jobFor(name: string, ttlMs: number): ResolvedJob {
+  /** The task's job; undefined (logged once) when the task's lease cannot hold the coordinator's lockAtLeastFor. */
+  function jobFor(name: string, ttlMs: number): ResolvedJob | undefined {
     let job = jobs.get(name);
     if (job === undefined) {
-      job = resolveJob({ name, ...options }, { ...host.defaults, lockAtMostForMs: host.defaults.lockAtMostForMs ?? ttlMs });
+      const lockAtMostForMs = durations.lockAtMostForMs ?? ttlMs;
+      if (durations.lockAtLeastForMs > lockAtMostForMs) {
+        warnOnce(
+          name,
+          `Task "${name}" did not run: the coordinator's lockAtLeastFor (${durations.lockAtLeastForMs} ms) is longer than ` +
+            `its lockAtMostFor, which comes from the task's \`distributedLease\` (${lockAtMostForMs} ms)`,
+        );
+        return undefined;
+      }
+      job = resolveJob({ name }, { lockAtMostForMs, lockAtLeastForMs: durations.lockAtLeastForMs });
       jobs.set(name, job);
     }
     return job;
+  }
+
+  function warnOnce(name: string, message: string): void {
+    if (warned.has(name)) return;
+    warned.add(name);
+    environment.logger.error(message);
+  }
+
+  /** Takes the lock, and holds it for onComplete; undefined when this replica does not run the fire. */
+  async function take(key: string, job: ResolvedJob, slot: Date | null): Promise<HeldLock | undefined> {
+    const result = await acquireLock(environment, job, slot);
+    if (!isHeld(result)) return undefined;
+    if (host.isClosed()) {
+      // Won while the guard was shutting down: node-cron's task is being stopped, so nothing would run it.
+      await releaseLock(environment, result, NOT_RUN_SHUTDOWN, result.acquireSentAt + job.lockAtMostForMs);
+      return undefined;
+    }
+    let done!: () => void;
+    void host.inFlight.track(new Promise<void>((resolve) => (done = resolve)));
+    const entry: HeldEntry = { lock: result, done, expiry: undefined };
+    held.set(key, entry);
+    // node-cron may never call onComplete (a task stopped during its random delay, a forked task
+    // whose child died): once the lock has expired, shutdown stops waiting for it. The entry stays
+    // a while longer, so that a run that outlived its lock still releases and reports its overrun.
+    const expiresAt = result.acquireSentAt + job.lockAtMostForMs;
+    after(entry, expiresAt, () => {
+      done();
+      after(entry, expiresAt + job.lockAtMostForMs, () => held.delete(key));
+    });
+    return result;
   }
 
   return {
@@ -58,27 +99,13 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       const name = match?.[1] ?? key;
       const slot = match?.[2] === undefined ? null : new Date(match[2]);
       if (GENERATED_NAME.test(name)) {
-        if (!warned.has(name)) {
-          warned.add(name);
-          environment.logger.error(
-            `A distributed node-cron task has no name, so each replica would lock its own random id; it will not run. Give it a \`name\`.`,
-          );
-        }
+        warnOnce(name, 'A distributed node-cron task has no name, so each replica would lock its own random id; it will not run. Give it a `name`.');
         return false;
       }
-      const result = await acquireLock(environment, jobFor(name, ttlMs), slot);
-      if (!isHeld(result)) return false;
-      let done!: () => void;
-      host.inFlight.track(new Promise<void>((resolve) => (done = resolve)));
-      // node-cron may never call onComplete (a task stopped during its random delay, a forked
-      // task whose child died): forget the lock when it expires by itself.
-      const expiry = setTimeout(() => {
-        held.delete(key);
-        done();
-      }, result.job.lockAtMostForMs);
-      expiry.unref();
-      held.set(key, { lock: result, done, expiry });
-      return true;
+      const job = jobFor(name, ttlMs);
+      if (job === undefined) return false;
+      // Tracked from the acquire on, so that shutdown waits for an acquire under way (and its release).
+      return (await host.inFlight.track(take(key, job, slot))) !== undefined;
     },
     async onComplete(key: string): Promise<void> {
       const entry = held.get(key);
@@ -94,4 +121,35 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       entry.done();
     },
   };
+}
+
+interface HeldEntry {
+  readonly lock: HeldLock;
+  /** Stops shutdown from waiting for this lock. */
+  readonly done: () => void;
+  expiry: NodeJS.Timeout | undefined;
+}
+
+/** The history row of a fire whose lock was won while the guard shut down. */
+const NOT_RUN_SHUTDOWN = Object.freeze({ status: 'failed', error: 'not run: the guard was shutting down' } as const);
+
+/** Runs `then` at `at` (performance.now() time), re-armed past a timer's longest wait. */
+function after(entry: HeldEntry, at: number, then: () => void): void {
+  const remaining = at - performance.now();
+  entry.expiry = remaining > MAX_TIMER_MS ? setTimeout(() => after(entry, at, then), MAX_TIMER_MS) : setTimeout(then, Math.max(0, remaining));
+  entry.expiry.unref();
+}
+
+/** The coordinator's own durations, each falling back to the guard's defaults; a `TypeError` when wrong. */
+function coordinatorDurations(options: CoordinatorOptions, defaults: ResolvedDefaults): ResolvedDefaults {
+  const own = resolveDefaults(options, 'coordinator');
+  const lockAtMostForMs = options?.lockAtMostFor === undefined ? defaults.lockAtMostForMs : own.lockAtMostForMs;
+  const lockAtLeastForMs = options?.lockAtLeastFor === undefined ? defaults.lockAtLeastForMs : own.lockAtLeastForMs;
+  if (lockAtMostForMs !== undefined && lockAtLeastForMs > lockAtMostForMs) {
+    const from = (option: keyof CoordinatorOptions): string => (options?.[option] === undefined ? `defaults.${option}` : `coordinator.${option}`);
+    throw new TypeError(
+      `Expected \`${from('lockAtLeastFor')}\` (${lockAtLeastForMs} ms) to be at most \`${from('lockAtMostFor')}\` (${lockAtMostForMs} ms)`,
+    );
+  }
+  return { lockAtMostForMs, lockAtLeastForMs };
 }

@@ -13,8 +13,10 @@ export interface ScheduleOptions extends JobOptions {
 
 /** What `guard.schedule` needs from its guard. */
 export interface ScheduleHost extends ResolvedJobRunner {
-  /** Tasks to stop on shutdown. */
+  /** Tasks to stop on shutdown; a destroyed task leaves the set. */
   readonly tasks: Set<ScheduledTask>;
+  /** A task was added, started again or destroyed: its next fires changed. */
+  tasksChanged(): void;
 }
 
 /**
@@ -49,5 +51,12 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
     },
   );
   host.tasks.add(task);
+  // node-cron destroys a task on destroy() or after maxExecutions; a stopped one can start again.
+  task.on('task:destroyed', () => {
+    host.tasks.delete(task);
+    host.tasksChanged();
+  });
+  task.on('task:started', () => host.tasksChanged());
+  host.tasksChanged();
   return task;
 }

@@ -89,13 +89,15 @@ RETURNING 1 AS taken`;
   // share a host name). Keeps the lock until locked_at + lockAtLeastFor; clearing the token makes
   // a second release match nothing and tells the next taker that nobody was left running.
   // The run is finished in the same statement. overran: the lock had expired by now (its
-  // lock_until passed), or another execution had already taken it (no lock row matched).
+  // lock_until passed), or another execution had already taken it (no lock row matched). A run
+  // already finished is left alone: a release retried after its first attempt committed unseen
+  // (a lost reply) matches no lock row, and must not rewrite the run as overran.
   const finishRun = `, finished AS (
   UPDATE ${runs}
      SET status = $4, finished_at = now(), error = $5,
          duration_ms = round(extract(epoch FROM now() - started_at) * 1000),
          overran = lock_until < now() OR NOT EXISTS (SELECT 1 FROM released)
-   WHERE id = $3
+   WHERE id = $3 AND finished_at IS NULL
 )`;
   // Without history the UPDATE stands alone (no CTE to count through): ShedLock's release, token-matched.
   const releaseLock = `UPDATE ${locks}

@@ -26,11 +26,17 @@ export function sqlitePath(url: string): string {
  * A database the guard owns, from a `sqlite:` URL. Opened at the first statement, like a server
  * pool connects: a guard that is never used creates no file and holds no handle.
  */
-export function openSqlite(url: string, { acquireTimeoutMs }: OpenSettings): { db: Kysely<unknown>; native: LazySqliteDatabase } {
+export function openSqlite(
+  url: string,
+  { acquireTimeoutMs }: OpenSettings,
+): { db: Kysely<unknown>; native: LazySqliteDatabase; close: () => Promise<void> } {
   const path = sqlitePath(url);
   let database: Database.Database | undefined;
+  let closed = false;
   const lazy: LazySqliteDatabase = {
     get() {
+      // Not reopened behind a guard that has shut down (a late release after its shutdown timeout).
+      if (closed) throw new Error(`The guard's SQLite database ${path} is closed`);
       if (database === undefined) {
         // The busy timeout: a writer in another process makes this one wait, not fail, but no
         // longer than acquireTimeout. better-sqlite3's wait is synchronous, so no timer could cut
@@ -51,7 +57,14 @@ export function openSqlite(url: string, { acquireTimeoutMs }: OpenSettings): { d
   };
   // Kysely and the lock statements share the one connection.
   const open = (): Promise<SqliteDatabase> => Promise.resolve(lazy.get() as unknown as SqliteDatabase);
-  return { db: new Kysely<unknown>({ dialect: new SqliteDialect({ database: open }) }), native: lazy };
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: open }) });
+  // Kysely closes the file only if a query went through it: the lock statements open it directly.
+  const close = async (): Promise<void> => {
+    await db.destroy();
+    closed = true;
+    if (database?.open === true) database.close();
+  };
+  return { db, native: lazy, close };
 }
 
 /** Wraps the user's database; the guard never closes it. */

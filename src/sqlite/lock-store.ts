@@ -59,12 +59,13 @@ VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`;
   const releaseSql = `UPDATE ${locks}
    SET lock_until = max(${NOW}, strftime('%Y-%m-%dT%H:%M:%fZ', locked_at, ?)), token = NULL
  WHERE name = ? AND token = ?`;
-  // overran: the lock had expired by now, or another execution had taken it (released = 0).
+  // overran: the lock had expired by now, or another execution had taken it (released = 0). A run
+  // already finished is left alone (a second release of the same execution matches no lock row).
   const finishSql = `UPDATE ${runs}
    SET status = ?, finished_at = ${NOW}, error = ?,
        duration_ms = CAST(round((julianday('now') - julianday(started_at)) * 86400000) AS INTEGER),
        overran = (lock_until < ${NOW} OR ? = 0)
- WHERE id = ?`;
+ WHERE id = ? AND finished_at IS NULL`;
   // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
   // revive its lock over a successor; the run's lock_until follows.
   // max(): an extend never shortens the lock under a deadline the job already counts on.
