@@ -524,7 +524,7 @@ describe('decorators validate their options when applied', () => {
       thrown(() => decorator(async () => 1, untyped<ClassMethodDecoratorContext<unknown, () => Promise<number>>>({ kind: 'getter', name: 'x' }))),
       'Expected @guarded to decorate a method, got a getter',
     );
-    expectTypeError(thrown(() => decorator({}, 'count', { value: 1, writable: true })), 'Expected @guarded to decorate a method, got count');
+    expectTypeError(thrown(() => decorator({}, 'count', { value: 1, writable: true })), 'Expected @guarded to decorate a method, got a property holding 1 (count)');
   });
 
   it('guarded() throws at decoration time for what it can check without a guard', () => {

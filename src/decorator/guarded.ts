@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '../guard/execution-context.js';
 import type { RunResult } from '../guard/run-result.js';
+import { describeValue } from '../guard/describe-value.js';
 
 /**
  * A method decorator for both TypeScript modes. Under standard decorators the method must return
@@ -36,13 +37,19 @@ export function createGuardedDecorator(runner: GuardedRunner): GuardedDecorator 
     const [first, second, third] = args;
     if (isStandardContext(second)) {
       if (second.kind !== 'method' || typeof first !== 'function') {
-        throw new TypeError(`Expected @guarded to decorate a method, got a ${second.kind}`);
+        throw new TypeError(`Expected @guarded to decorate a method, got ${/^[aeiou]/.test(second.kind) ? 'an' : 'a'} ${second.kind}`);
       }
       return wrap(first as AnyMethod);
     }
     const descriptor = third as PropertyDescriptor | undefined;
     if (descriptor === undefined || typeof descriptor.value !== 'function') {
-      throw new TypeError(`Expected @guarded to decorate a method, got ${String(second)}`);
+      const what =
+        descriptor === undefined
+          ? 'a field'
+          : descriptor.get !== undefined || descriptor.set !== undefined
+            ? 'an accessor'
+            : `a property holding ${describeValue(descriptor.value)}`;
+      throw new TypeError(`Expected @guarded to decorate a method, got ${what} (${String(second)})`);
     }
     descriptor.value = wrap(descriptor.value as AnyMethod);
     return undefined;
