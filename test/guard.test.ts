@@ -144,6 +144,28 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       expect(statuses).toContainEqual(['failed', 'not run: the acquire answered after acquireTimeout']);
     });
 
+    it.skipIf(target.name === 'sqlite')('waits at shutdown for an acquire that outlived acquireTimeout, and gives back its late win', async () => {
+      const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 300 });
+      const job = { name: 'hung-at-shutdown', lockAtMostFor: '1m' };
+      await guard.run(job, () => 1);
+      const raw = await openRaw(target.name, url);
+      await raw.exec(target.name === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
+      await raw.query(`SELECT * FROM ${prefix}locks FOR UPDATE`);
+      expect(await guard.run(job, () => 'ran')).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
+      let closed = false;
+      const closing = guard.shutdown({ timeout: '10s' }).then(() => void (closed = true));
+      await sleep(300);
+      // The acquire still waits for the row: shutdown waits for it rather than ending the pool under it.
+      expect(closed).toBe(false);
+      await raw.exec('COMMIT');
+      await raw.close();
+      await closing;
+      const other = guardOn(url, prefix).guard;
+      expect(await other.locks()).toEqual([expect.objectContaining({ name: job.name, state: 'free' })]);
+      const statuses = (await other.history({ job: job.name })).runs.map((run) => [run.status, run.error]);
+      expect(statuses[0]).toEqual(['failed', 'not run: the acquire answered after acquireTimeout']);
+    });
+
     it.skipIf(target.name === 'sqlite')('keeps one acquire per job while it hangs, and sends one more after ten acquireTimeouts', async () => {
       const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 100 });
       const job = { name: 'one-at-a-time', lockAtMostFor: '1m' };

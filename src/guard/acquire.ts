@@ -63,14 +63,17 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
   }
   if (outcome === TIMED_OUT) {
     // Skipped rather than piled up behind a hung database. If the acquire still wins later,
-    // nobody runs under that lock: give it back at once.
+    // nobody runs under that lock: give it back at once. Shutdown waits for that (up to its
+    // timeout) before it ends the pool, or the lock would stay held for lockAtMostFor.
     entry.timedOut = true;
-    acquiring.then(
-      (late) => {
-        // releaseLock never rejects. The slot, if any, stays marked as run: nothing ran it.
-        if (late === 'acquired') void releaseLock(environment, { job, request, acquireSentAt }, ACQUIRE_TIMED_OUT, acquireSentAt + job.lockAtMostForMs);
-      },
-      () => undefined,
+    void environment.inFlight.track(
+      acquiring.then(
+        async (late) => {
+          // releaseLock never rejects. The slot, if any, stays marked as run: nothing ran it.
+          if (late === 'acquired') await releaseLock(environment, { job, request, acquireSentAt }, ACQUIRE_TIMED_OUT, acquireSentAt + job.lockAtMostForMs);
+        },
+        () => undefined,
+      ),
     );
     const message = `Taking the lock of job "${job.name}" took over ${environment.statementTimeoutMs} ms, so the run was skipped`;
     return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));

@@ -105,6 +105,7 @@ export class Guard {
       pendingAcquires: new Map(),
       releasedLocks: new ReleasedLocks(),
       statementTimeoutMs: resolved.acquireTimeoutMs,
+      inFlight: this.#inFlight,
       isStopping: () => this.#closed,
     };
     if (resolved.telemetry) reportToOpenTelemetry(this.#environment.events);

@@ -1,6 +1,7 @@
 import type { AcquireRequest, Dialect, LockStore } from './dialect.js';
 import type { GuardEvents } from './events.js';
 import type { Execution } from './execution-context.js';
+import type { InFlight } from './in-flight.js';
 import type { ResolvedJob } from './job-options.js';
 import type { Logger } from './logger.js';
 import type { ReleasedLocks } from './released-locks.js';
@@ -26,6 +27,8 @@ export interface ExecuteEnvironment {
   readonly releasedLocks: ReleasedLocks;
   /** How long an acquire, an extend or a release may take before the guard gives up on it. */
   readonly statementTimeoutMs: number;
+  /** Work that shutdown waits for (up to its timeout) before it ends the pool. */
+  readonly inFlight: InFlight;
   /** Whether the guard is shutting down: a job that starts now is told to stop at once. */
   isStopping(): boolean;
 }
