@@ -105,7 +105,9 @@ describe('cronguard usage errors', () => {
       { args: ['unlock', '--database', 'sqlite::memory:'], message: /^cronguard: unlock needs a job name/ },
       { args: ['locks', '--database', 'mysql://root@127.0.0.1:1/none'], message: /^cronguard: .*ECONNREFUSED/ },
       { args: ['migrate', '--nope'], message: /^cronguard: Unknown option '--nope'/ },
-      { args: ['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'], message: /^cronguard: Migrating the cronguard tables failed/ },
+      { args: ['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'], message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/ },
+      // localhost is ::1 and 127.0.0.1: Node refuses both in an AggregateError with an empty message.
+      { args: ['migrate', '--database', 'postgres://postgres@localhost:1/none'], message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/ },
     ];
     for (const { args, message } of cases) {
       const result = await cronguard(args);

@@ -87,3 +87,29 @@ describe.each(dialectTargets())('schema on $name', (target) => {
     }
   });
 });
+
+describe.each(dialectTargets().filter((target) => target.name === 'postgres'))('tables in another schema on $name', (target) => {
+  it.skipIf(target.serverUrl === null)("are not taken for a prefix without a schema (another environment's schema.prefix)", async () => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const other = `s${prefix.slice(0, -1)}`;
+    const raw = await openRaw(target.name, url);
+    try {
+      await raw.exec(`CREATE SCHEMA ${other}`);
+      // Staging's tables, in their own schema, with the same table names as production's.
+      await guardOn(url, `${other}.${prefix}`).guard.migrate();
+      const production = guardOn(url, prefix).guard;
+      await production.migrate();
+      expect(await production.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+      const [row] = await raw.query<{ n: string | number }>(
+        `SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ?`,
+        [`${prefix}%`],
+      );
+      // locks, runs, and the migrator's two tables.
+      expect(Number(row?.n)).toBe(4);
+    } finally {
+      await raw.exec(`DROP SCHEMA ${other} CASCADE`);
+      await raw.close();
+    }
+  });
+});

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
+import { messageOf } from '../guard/environment.js';
 import {
   doctorCommand,
   historyCommand,
@@ -130,8 +131,9 @@ function run(guard: Guard, command: string, job: string | undefined, options: Co
 function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   if (error instanceof UsageError || error instanceof TypeError) return error.message;
-  const cause = error.cause instanceof Error && !error.message.includes(error.cause.message) ? `: ${error.cause.message}` : '';
-  const message = error.message === '' && 'code' in error ? String(error.code) : error.message;
+  const message = messageOf(error);
+  const causeMessage = error.cause instanceof Error ? messageOf(error.cause) : '';
+  const cause = causeMessage !== '' && !message.includes(causeMessage) ? `: ${causeMessage}` : '';
   return `${message}${cause}`.replace(/\s*\n\s*/g, ' ');
 }
 

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Migrator, type Kysely } from 'kysely';
 import { cronguardMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../guard/dialect.js';
+import { messageOf } from '../guard/environment.js';
 import { GuardError } from '../guard/errors.js';
 
 /**
@@ -18,14 +19,18 @@ const MIGRATION_RACE_BUDGET_MS = 60_000;
  * race with another process (`dialect.isMigrationRace`) is retried; by then it finds the work done.
  */
 export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<void> {
+  const started = performance.now();
+  // A prefix without a schema means the schema unqualified names resolve to: named, so that the
+  // migrator and the migrations look for existing tables there and not in every schema.
+  const schema = tables.schema ?? (await currentSchema(db, dialect));
+  const inSchema = { ...tables, schema };
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: () => Promise.resolve(cronguardMigrations({ tables, dialect })) },
+    provider: { getMigrations: () => Promise.resolve(cronguardMigrations({ tables: inSchema, dialect })) },
     migrationTableName: tables.migrations,
     migrationLockTableName: tables.migrationLock,
-    ...(tables.schema === undefined ? {} : { migrationTableSchema: tables.schema }),
+    ...(schema === undefined ? {} : { migrationTableSchema: schema }),
   });
-  const started = performance.now();
   for (;;) {
     const { error } = await migrator.migrateToLatest();
     if (error === undefined) return;
@@ -33,7 +38,18 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
       await sleep(20 + Math.random() * 80);
       continue;
     }
-    const detail = error instanceof Error ? error.message : String(error);
-    throw new GuardError('MIGRATION_FAILED', `Migrating the cronguard tables failed: ${detail}`, { cause: error });
+    throw migrationFailed(error);
   }
+}
+
+async function currentSchema(db: Kysely<unknown>, dialect: Dialect): Promise<string | undefined> {
+  try {
+    return await dialect.currentSchema?.(db);
+  } catch (error) {
+    throw migrationFailed(error);
+  }
+}
+
+function migrationFailed(error: unknown): GuardError {
+  return new GuardError('MIGRATION_FAILED', `Migrating the cronguard tables failed: ${messageOf(error)}`, { cause: error });
 }

@@ -116,6 +116,11 @@ export interface Dialect {
   readonly columnTypes: ColumnTypes;
   /** Whether `tablePrefix` may name a schema (`schema.prefix`). */
   readonly supportsSchemas: boolean;
+  /**
+   * Where unqualified tables are created (PostgreSQL's current_schema()), for a prefix that names
+   * no schema; undefined where a connection sees one database's tables only.
+   */
+  currentSchema?(db: Kysely<unknown>): Promise<string | undefined>;
   /** Appended to CREATE TABLE (engine, character set, WITHOUT ROWID), or empty. */
   readonly createTableSuffix: string;
   readonly reads: ReadSql;

@@ -2,13 +2,14 @@ import type { Dialect } from '../guard/dialect.js';
 import { openPostgres } from './connection.js';
 import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
-import { isPostgresLockWaitTimeout, isPostgresMissingTable, postgresColumnTypes } from './schema.js';
+import { isPostgresLockWaitTimeout, isPostgresMissingTable, postgresColumnTypes, postgresCurrentSchema } from './schema.js';
 
 export const postgresDialect: Dialect = {
   name: 'postgres',
   quote: '"',
   columnTypes: postgresColumnTypes,
   supportsSchemas: true,
+  currentSchema: postgresCurrentSchema,
   createTableSuffix: '',
   reads: postgresReads,
   createLockStore: createPostgresLockStore,

@@ -1,3 +1,4 @@
+import { sql, type Kysely } from 'kysely';
 import type { ColumnTypes } from '../guard/dialect.js';
 
 /** timestamptz stores UTC instants: no session time zone can shift a lock's expiry. */
@@ -11,6 +12,16 @@ export const postgresColumnTypes: ColumnTypes = {
   boolean: 'boolean',
   text: 'text',
 };
+
+/**
+ * The schema unqualified names are created in. Migrations look for their tables there only:
+ * Kysely's introspection lists every schema, and a `cronguard_runs` of another schema (another
+ * environment's `schema.cronguard_` prefix) must not count as this guard's.
+ */
+export async function postgresCurrentSchema(db: Kysely<unknown>): Promise<string | undefined> {
+  const { rows } = await sql<{ schema: string | null }>`SELECT current_schema() AS schema`.execute(db);
+  return rows[0]?.schema ?? undefined;
+}
 
 /** lock_not_available: lock_timeout passed (a user may set one on the pool's sessions). */
 export function isPostgresLockWaitTimeout(error: unknown): boolean {
