@@ -155,6 +155,23 @@ describe.each(dialectTargets())('history on $name', (target) => {
       expect(runs.map((run) => run.status).sort()).toEqual(['skipped', 'succeeded']);
     });
 
+    it('keeps the newest real run at a prune, and doctor reads runs, not skips, with recordSkips', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const recording = guardOn(url, prefix, { recordSkips: true }).guard;
+      await guard.run({ name: 'busy', lockAtMostFor: '1m' }, () => 1);
+      const job = { name: 'busy', lockAtMostFor: '1m', lockAtLeastFor: '1m' };
+      await guard.run(job, () => 2);
+      // Losers record their skips just after the winner started: the newest rows are skips.
+      for (let loser = 0; loser < 3; loser += 1) expect((await recording.run(job, () => 3)).executed).toBe(false);
+      const [diagnosis] = await guard.doctor();
+      expect(diagnosis).toMatchObject({ job: 'busy', runs: 2, succeeded: 2 });
+      await sleep(20);
+      await guard.prune(new Date(Date.now() + 60_000));
+      const { runs } = await guard.history({ job: 'busy' });
+      // The newest row (a skip) and the newest real run stay.
+      expect(runs.map((run) => run.status)).toEqual(['skipped', 'succeeded']);
+    });
+
     it('writes no run rows with history: false, and still locks, extends, releases and reports a lost lock', async () => {
       const { guard, url, prefix, logger } = await migratedGuard(target, { history: false, lockedBy: 'no-history' });
       const other = guardOn(url, prefix, { lockedBy: 'with-history' }).guard;

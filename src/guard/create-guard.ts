@@ -64,7 +64,7 @@ export class Guard {
   /** Ends the pool or file the guard opened itself; nothing for one passed in. */
   readonly #closeDatabase: () => Promise<void>;
   readonly #environment: ExecuteEnvironment;
-  readonly #readHistory: (query?: HistoryQuery) => Promise<HistoryPage>;
+  readonly #readHistory: ReturnType<typeof createHistoryReader>;
   readonly #lockReader: ReturnType<typeof createLockReader>;
   readonly #prune: ReturnType<typeof createPruner>;
   readonly #inFlight = new InFlight();
@@ -223,7 +223,7 @@ export class Guard {
       const now = await this.#lockReader.now();
       const diagnoses: JobDiagnosis[] = [];
       for (const lock of await this.#lockReader.list()) {
-        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB });
+        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB }, { withSkips: false });
         diagnoses.push(diagnoseJob(lock.name, runs, now));
       }
       return diagnoses;

@@ -51,7 +51,8 @@ export function createHistoryReader(db: Kysely<unknown>, dialect: Dialect, table
     ].join(', '),
   );
 
-  return async function history(query: HistoryQuery = {}): Promise<HistoryPage> {
+  /** `withSkips: false` leaves out `skipped` rows (doctor: with recordSkips they would crowd out the runs). */
+  return async function history(query: HistoryQuery = {}, { withSkips = true }: { withSkips?: boolean } = {}): Promise<HistoryPage> {
     const limit = query.limit === undefined ? 50 : query.limit;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
       throw new TypeError(`Expected \`limit\` to be an integer from 1 to ${MAX_LIMIT}, got ${describeValue(limit)}`);
@@ -64,6 +65,7 @@ export function createHistoryReader(db: Kysely<unknown>, dialect: Dialect, table
       }
       conditions.push(sql`status = ${query.status}`);
     }
+    if (!withSkips) conditions.push(sql`status <> 'skipped'`);
     if (query.since !== undefined) conditions.push(sql`started_at >= ${reads.timeParameter(pointInTime(query.since, 'since'))}`);
     if (query.until !== undefined) conditions.push(sql`started_at < ${reads.timeParameter(pointInTime(query.until, 'until'))}`);
     if (query.before !== undefined) {

@@ -17,7 +17,9 @@ export function createPruner(db: Kysely<unknown>, dialect: Dialect, tables: Tabl
     let deleted = 0;
     for (let batch = 0; batch < maxBatches; batch += 1) {
       // "Newer" orders like the history (started_at, then id), so that runs started in the same
-      // millisecond still leave exactly one newest.
+      // millisecond still leave exactly one newest. A skip (recordSkips) is never the newer run
+      // that lets a real one go: losers write theirs just after the winner starts, and the job's
+      // newest real run must stay.
       // The ids are chosen in a derived table: MySQL refuses a DELETE whose subquery reads the
       // table it deletes from, and a LIMIT inside IN (…), unless the subquery is materialised.
       const result = await sql`DELETE FROM ${runs} WHERE id IN (
@@ -25,6 +27,7 @@ export function createPruner(db: Kysely<unknown>, dialect: Dialect, tables: Tabl
           SELECT r.id FROM ${runs} r
            WHERE r.started_at < ${before} AND r.status <> 'running'
              AND EXISTS (SELECT 1 FROM ${runs} n WHERE n.job_name = r.job_name
+                           AND (n.status <> 'skipped' OR r.status = 'skipped')
                            AND (n.started_at > r.started_at OR (n.started_at = r.started_at AND n.id > r.id)))
            LIMIT ${PRUNE_BATCH_SIZE}
         ) batch
