@@ -92,11 +92,34 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
   });
 });
 
+describe('cronguard output', () => {
+  it('writes control characters in job names and errors as escapes, never raw to the terminal', async () => {
+    const target = { name: 'sqlite' as const, serverUrl: 'sqlite:' };
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const { guard } = guardOn(url, prefix);
+    await guard.migrate();
+    const name = 'evil\nname\u001b[31m';
+    await expect(guard.run({ name, lockAtMostFor: '1m' }, () => Promise.reject(new Error('boom\u001b[2J\u0007')))).rejects.toThrow();
+    const common = ['--database', url, '--table-prefix', prefix];
+    for (const command of ['locks', 'history']) {
+      const { code, stdout } = await cronguard([command, ...common]);
+      expect(code, command).toBe(0);
+      // eslint-disable-next-line no-control-regex -- what must not be printed
+      expect(stdout, command).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f]/);
+      expect(stdout.trimEnd().split('\n'), command).toHaveLength(2);
+      expect(stdout, command).toContain('evil\\x0aname\\x1b[31m');
+    }
+  });
+});
+
 describe('cronguard usage errors', () => {
   it('exits 2 with one line and no stack trace', async () => {
     const cases = [
       { args: ['migrate'], message: 'cronguard: no database: pass --database <url> or set CRONGUARD_DATABASE_URL\n' },
       { args: ['migrate', '--database', 'foo://x'], message: /^cronguard: Expected `database` to be a URL starting with/ },
+      // The password of a mistyped URL stays out of the message.
+      { args: ['migrate', '--database', 'postgress://admin:hunter2@db/app'], message: /got "postgress:\/\/admin:\*\*\*@db\/app"\n$/ },
       { args: ['frobnicate', '--database', 'sqlite::memory:'], message: 'cronguard: unknown command "frobnicate" (see cronguard --help)\n' },
       { args: ['locks', '--job', 'x', '--database', 'sqlite::memory:'], message: 'cronguard: locks does not take --job\n' },
       { args: ['locks', '--database', 'sqlite::memory:'], message: /^cronguard: The cronguard tables do not exist; run `cronguard migrate`/ },

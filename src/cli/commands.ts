@@ -1,6 +1,6 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { RunStatus } from '../history/run-record.js';
-import { formatDuration, formatTable, formatTime, oneLine } from './format.js';
+import { formatDuration, formatTable, formatTime, oneLine, printable } from './format.js';
 
 /** What a command prints and its exit code: 0 fine, 1 doctor found problems. */
 export interface CommandOutput {
@@ -78,7 +78,7 @@ export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
     formatDuration(job.suggestedLockAtMostForMs),
     job.problems.length === 0 ? 'ok' : 'PROBLEM',
   ]);
-  const problems = jobs.flatMap((job) => job.problems.map((problem) => `${job.job}: ${problem}`));
+  const problems = jobs.flatMap((job) => job.problems.map((problem) => printable(`${job.job}: ${problem}`)));
   const table = formatTable(
     ['job', 'runs', 'failed', 'abandoned', 'overran', 'p50', 'p95', 'max', 'lock at most for', 'suggested', 'status'],
     rows,

@@ -1,7 +1,17 @@
 /** Text for people: aligned tables, short durations, UTC times. */
 
-/** Columns padded to their widest cell, headers in capitals, two spaces apart. */
-export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+/**
+ * Text with its control characters written as `\x1b` escapes: a job name, a holder or an error
+ * message may hold a newline or a terminal escape sequence, which must not reach the terminal.
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** Columns padded to their widest cell, headers in capitals, two spaces apart; cells made printable. */
+export function formatTable(headers: readonly string[], cells: readonly (readonly string[])[]): string {
+  const rows = cells.map((row) => row.map(printable));
   const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells

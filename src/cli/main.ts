@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
+import { printable } from './format.js';
 import { messageOf } from '../guard/environment.js';
 import {
   doctorCommand,
@@ -138,7 +139,7 @@ function describeError(error: unknown): string {
 }
 
 function fail(message: string): number {
-  process.stderr.write(`cronguard: ${message}\n`);
+  process.stderr.write(`cronguard: ${printable(message)}\n`);
   return 2;
 }
 

@@ -71,8 +71,13 @@ export function dialectOfUrl(url: string): Dialect {
   if (/^mysql:\/\//i.test(url)) return mysqlDialect;
   if (/^sqlite:./i.test(url)) return sqliteDialect;
   throw new TypeError(
-    `Expected \`database\` to be a URL starting with postgres://, postgresql://, mysql:// or sqlite:, got ${describeValue(url)}`,
+    `Expected \`database\` to be a URL starting with postgres://, postgresql://, mysql:// or sqlite:, got ${describeValue(withoutPassword(url))}`,
   );
+}
+
+/** The URL with its password, if any, masked: error messages end up in logs. */
+function withoutPassword(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/@]*@/i, '$1***@');
 }
 
 function isKysely(value: object): value is KyselyLike {
