@@ -121,6 +121,12 @@ export interface Dialect {
    * no schema; undefined where a connection sees one database's tables only.
    */
   currentSchema?(db: Kysely<unknown>): Promise<string | undefined>;
+  /**
+   * Whether an index exists, where DDL commits statement by statement (MySQL): a migration cut
+   * between its CREATE TABLE and its CREATE INDEXes is finished by the next one. Elsewhere a
+   * migration's DDL is one transaction, and `CREATE INDEX IF NOT EXISTS` is enough.
+   */
+  indexExists?(db: Kysely<unknown>, table: string, index: string): Promise<boolean>;
   /** Appended to CREATE TABLE (engine, character set, WITHOUT ROWID), or empty. */
   readonly createTableSuffix: string;
   readonly reads: ReadSql;

@@ -2,13 +2,14 @@ import type { Dialect } from '../guard/dialect.js';
 import { openMysql } from './connection.js';
 import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
-import { isMysqlLockWaitTimeout, isMysqlMissingTable, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
+import { isMysqlLockWaitTimeout, isMysqlMissingTable, mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
 export const mysqlDialect: Dialect = {
   name: 'mysql',
   quote: '`',
   columnTypes: mysqlColumnTypes,
   supportsSchemas: false,
+  indexExists: mysqlIndexExists,
   createTableSuffix: mysqlCreateTableSuffix,
   reads: mysqlReads,
   createLockStore: createMysqlLockStore,

@@ -1,3 +1,4 @@
+import { sql, type Kysely } from 'kysely';
 import type { ColumnTypes } from '../guard/dialect.js';
 
 /**
@@ -17,6 +18,13 @@ export const mysqlColumnTypes: ColumnTypes = {
 };
 
 export const mysqlCreateTableSuffix = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4';
+
+/** Whether the current database's `table` has `index` (MySQL 8.0 has no CREATE INDEX IF NOT EXISTS). */
+export async function mysqlIndexExists(db: Kysely<unknown>, table: string, index: string): Promise<boolean> {
+  const { rows } = await sql`SELECT 1 FROM information_schema.statistics
+    WHERE table_schema = DATABASE() AND table_name = ${table} AND index_name = ${index} LIMIT 1`.execute(db);
+  return rows.length > 0;
+}
 
 /** ER_LOCK_WAIT_TIMEOUT */
 export function isMysqlLockWaitTimeout(error: unknown): boolean {
