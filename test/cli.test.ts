@@ -69,6 +69,13 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
     };
     expect(historyJson.runs).toHaveLength(2);
     expect(typeof historyJson.next).toBe('string');
+    // The next page, from the cursor: the other two runs, none repeated.
+    const nextPage = JSON.parse(
+      (await cronguard(['history', '--json', '--since', '1h', '--limit', '2', '--before', historyJson.next ?? '', ...common])).stdout,
+    ) as { runs: { id: string }[]; next?: string };
+    const ids = [...(historyJson.runs as { id: string }[]), ...nextPage.runs].map((run) => run.id);
+    expect(new Set(ids).size).toBe(4);
+    expect(nextPage.next).toBeUndefined();
 
     const doctor = await cronguard(['doctor', ...common]);
     expect(doctor.code).toBe(1);

@@ -14,6 +14,8 @@ export interface CommandOptions {
   readonly status?: string;
   readonly since?: string;
   readonly limit?: string;
+  /** The `next` cursor of the previous `history --json` page. */
+  readonly before?: string;
   readonly olderThan?: string;
   readonly force?: boolean;
 }
@@ -47,6 +49,7 @@ export async function historyCommand(guard: Guard, options: CommandOptions): Pro
     ...(options.job === undefined ? {} : { job: options.job }),
     ...(options.status === undefined ? {} : { status: options.status as RunStatus }),
     ...(options.since === undefined ? {} : { since: options.since }),
+    ...(options.before === undefined ? {} : { before: options.before }),
     limit,
   });
   const rows = page.runs.map((run) => [

@@ -22,7 +22,7 @@ Commands:
   locks                       Every lock: held or free, holder, time left
   history                     Runs, newest first
       --job <name>  --status <running|succeeded|failed|abandoned|skipped>
-      --since <24h>  --limit <50>
+      --since <24h>  --limit <50>  --before <cursor: the "next" of a --json page>
   doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
   prune --older-than <30d>    Delete old runs, keeping each job's newest
   unlock <job> --force        Free a lock left by a process that is gone
@@ -40,7 +40,7 @@ Exit codes: 0 fine, 1 doctor found problems, 2 usage or connection error.
 const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   migrate: [],
   locks: [],
-  history: ['job', 'status', 'since', 'limit'],
+  history: ['job', 'status', 'since', 'limit', 'before'],
   doctor: [],
   prune: ['older-than'],
   unlock: ['force'],
@@ -61,6 +61,7 @@ export async function main(argv: string[]): Promise<number> {
         status: { type: 'string' },
         since: { type: 'string' },
         limit: { type: 'string' },
+        before: { type: 'string' },
         'older-than': { type: 'string' },
         force: { type: 'boolean' },
       },
@@ -92,6 +93,7 @@ export async function main(argv: string[]): Promise<number> {
     ...(values.status === undefined ? {} : { status: values.status }),
     ...(values.since === undefined ? {} : { since: values.since }),
     ...(values.limit === undefined ? {} : { limit: values.limit }),
+    ...(values.before === undefined ? {} : { before: values.before }),
     ...(values['older-than'] === undefined ? {} : { olderThan: values['older-than'] }),
     ...(values.force === undefined ? {} : { force: values.force }),
   };

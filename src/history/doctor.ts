@@ -28,8 +28,11 @@ export interface JobDiagnosis {
 /** A slot that starts this much before its own time, on the database clock, means a fast replica clock. */
 export const SLOT_AHEAD_TOLERANCE_MS = 1_000;
 
-/** How far back doctor looks for slots that ran ahead of their time. */
-export const SLOT_AHEAD_WINDOW_MS = 24 * 3_600_000;
+/**
+ * How far back doctor looks for problems that happened (runs that overran, were abandoned, or ran
+ * ahead of their slot): a problem fixed since is no longer one. The counts cover every run read.
+ */
+export const PROBLEM_WINDOW_MS = 24 * 3_600_000;
 
 /** How many of a job's newest runs doctor reads. */
 export const RUNS_PER_JOB = 1_000;
@@ -55,8 +58,9 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   // clock is ahead. Slots are deduplicated by the furthest slot that ran, so while that replica
   // runs it takes every slot, and if it stops the others skip slots until real time catches up.
   // Only the last day's runs: a clock fixed since then is no longer a problem.
-  const ahead = runs
-    .filter((run) => run.slot !== null && run.status !== 'skipped' && now.getTime() - run.startedAt.getTime() < SLOT_AHEAD_WINDOW_MS)
+  const lastDay = runs.filter((run) => run.status !== 'skipped' && now.getTime() - run.startedAt.getTime() < PROBLEM_WINDOW_MS);
+  const ahead = lastDay
+    .filter((run) => run.slot !== null)
     .map((run) => ({ run, ms: (run.slot?.getTime() ?? 0) - run.startedAt.getTime() }))
     .reduce<{ run: RunRecord; ms: number } | undefined>((furthest, entry) => (furthest === undefined || entry.ms > furthest.ms ? entry : furthest), undefined);
   const diagnosis = {
@@ -78,8 +82,11 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   if (maxMs !== null && lockAtMostForMs !== null && maxMs > lockAtMostForMs / 2) {
     problems.push(`longest run (${maxMs} ms) passed half of lockAtMostFor (${lockAtMostForMs} ms)`);
   }
-  if (diagnosis.overran > 0) problems.push(`${diagnosis.overran} run(s) overran their lock`);
-  if (diagnosis.abandoned > 0) problems.push(`${diagnosis.abandoned} run(s) abandoned`);
+  // One overrun long ago must not fail a health check for as long as its row is kept.
+  const overranLastDay = lastDay.filter((run) => run.overran).length;
+  const abandonedLastDay = lastDay.filter((run) => run.status === 'abandoned').length;
+  if (overranLastDay > 0) problems.push(`in the last day ${overranLastDay} run(s) overran their lock`);
+  if (abandonedLastDay > 0) problems.push(`in the last day ${abandonedLastDay} run(s) abandoned`);
   if (diagnosis.stuck > 0) problems.push(`${diagnosis.stuck} run(s) still 'running' after their lock expired`);
   if (ahead !== undefined && diagnosis.slotAheadMs !== null) {
     problems.push(
