@@ -1,5 +1,8 @@
 // The `cronguard` command, end to end through child_process, on the built package.
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -122,6 +125,8 @@ describe('cronguard output', () => {
 
 describe('cronguard usage errors', () => {
   it('exits 2 with one line and no stack trace', async () => {
+    // A mistyped SQLite path in a directory that exists: a read must not create the file.
+    const typo = join(tmpdir(), `cronguard-typo-${process.pid}.sqlite`);
     const cases = [
       { args: ['migrate'], message: 'cronguard: no database: pass --database <url> or set CRONGUARD_DATABASE_URL\n' },
       { args: ['migrate', '--database', 'foo://x'], message: /^cronguard: Expected `database` to be a URL starting with/ },
@@ -133,6 +138,7 @@ describe('cronguard usage errors', () => {
       { args: ['history', '--limit', 'x', '--database', 'sqlite::memory:'], message: 'cronguard: --limit expects a whole number, got "x"\n' },
       { args: ['prune', '--database', 'sqlite::memory:'], message: /^cronguard: prune needs --older-than/ },
       { args: ['unlock', '--database', 'sqlite::memory:'], message: /^cronguard: unlock needs a job name/ },
+      { args: ['locks', '--database', `sqlite:${typo}`], message: `cronguard: no SQLite database at ${typo} (cronguard migrate creates it)\n` },
       { args: ['locks', '--database', 'mysql://root@127.0.0.1:1/none'], message: /^cronguard: .*ECONNREFUSED/ },
       { args: ['migrate', '--nope'], message: /^cronguard: Unknown option '--nope'/ },
       { args: ['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'], message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/ },
@@ -145,6 +151,7 @@ describe('cronguard usage errors', () => {
       expect(result.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
       expect(result.stderr, args.join(' ')).toMatch(message);
     }
+    expect(existsSync(typo)).toBe(false);
   });
 
   it('prints help with exit 0', async () => {

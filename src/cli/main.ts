@@ -1,8 +1,10 @@
 #!/usr/bin/env node
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
 import { printable } from './format.js';
 import { messageOf } from '../guard/environment.js';
+import { sqlitePath } from '../sqlite/connection.js';
 import {
   doctorCommand,
   historyCommand,
@@ -97,6 +99,12 @@ export async function main(argv: string[]): Promise<number> {
     ...(values['older-than'] === undefined ? {} : { olderThan: values['older-than'] }),
     ...(values.force === undefined ? {} : { force: values.force }),
   };
+
+  // Only migrate creates a SQLite file: a mistyped path for a read would leave an empty database behind.
+  if (command !== 'migrate' && /^sqlite:/i.test(database)) {
+    const path = sqlitePath(database);
+    if (path !== ':memory:' && !existsSync(path)) return fail(`no SQLite database at ${path} (cronguard migrate creates it)`);
+  }
 
   let guard: Guard | undefined;
   try {
