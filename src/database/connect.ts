@@ -26,8 +26,6 @@ export const DEFAULT_DATABASE = 'sqlite:./cronguard.sqlite';
 export interface OpenedDatabase {
   readonly db: Kysely<unknown>;
   readonly dialect: Dialect;
-  /** Whether the guard opened it, and so ends it on close. */
-  readonly owned: boolean;
   /** The driver's own pool or database under `db`, when known (not for a Kysely passed in). */
   readonly native: unknown;
   /** Ends the pool or file the guard opened; nothing for a handle passed in. */
@@ -56,9 +54,9 @@ export function dialectOf(input: DatabaseInput): Dialect {
 export function openDatabase(input: DatabaseInput, dialect: Dialect, settings: OpenSettings): OpenedDatabase {
   if (typeof input === 'string') {
     const { db, native, close } = dialect.open(input, settings);
-    return { db, native, dialect, owned: true, close: close ?? (() => db.destroy()) };
+    return { db, native, dialect, close: close ?? (() => db.destroy()) };
   }
-  const yours = { dialect, owned: false, close: () => Promise.resolve() };
+  const yours = { dialect, close: () => Promise.resolve() };
   if (isKysely(input)) return { ...yours, db: input as unknown as Kysely<unknown>, native: undefined };
   if (isPostgresPool(input)) return { ...yours, db: adoptPostgresPool(input), native: input };
   if (isMysqlPool(input)) return { ...yours, db: adoptMysqlPool(input), native: input };
