@@ -132,6 +132,7 @@ describe('cronguard usage errors', () => {
       { args: ['migrate', '--database', 'foo://x'], message: /^cronguard: Expected `database` to be a URL starting with/ },
       // The password of a mistyped URL stays out of the message.
       { args: ['migrate', '--database', 'postgress://admin:hunter2@db/app'], message: /got "postgress:\/\/admin:\*\*\*@db\/app"\n$/ },
+      { args: ['migrate', '--database', 'jdbc:postgresql://admin:p@ss/w0rd@db/app'], message: /got "jdbc:postgresql:\/\/admin:\*\*\*@db\/app"\n$/ },
       { args: ['frobnicate', '--database', 'sqlite::memory:'], message: 'cronguard: unknown command "frobnicate" (see cronguard --help)\n' },
       { args: ['locks', '--job', 'x', '--database', 'sqlite::memory:'], message: 'cronguard: locks does not take --job\n' },
       { args: ['locks', '--database', 'sqlite::memory:'], message: /^cronguard: The cronguard tables do not exist; run `cronguard migrate`/ },

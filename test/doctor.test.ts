@@ -33,6 +33,12 @@ describe('doctor', () => {
     expect(recent.problems).toEqual(['in the last day 1 run(s) overran their lock', 'in the last day 1 run(s) abandoned']);
   });
 
+  it("flags a daily job's abandoned run once the run that took over is recent", () => {
+    // Yesterday's 02:00 run died; today's 02:00 run took over and marked it abandoned.
+    const daily = diagnoseJob('nightly', [run(10), run(34, { status: 'abandoned', finishedAt: null, durationMs: null }), run(58)], now);
+    expect(daily.problems).toEqual(['in the last day 1 run(s) abandoned']);
+  });
+
   it('flags a run still running after its lock expired, however old', () => {
     const stuck = diagnoseJob('nightly', [run(48, { status: 'running', finishedAt: null, durationMs: null })], now);
     expect(stuck.problems).toEqual(["1 run(s) still 'running' after their lock expired"]);

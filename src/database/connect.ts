@@ -73,9 +73,12 @@ export function dialectOfUrl(url: string): Dialect {
   );
 }
 
-/** The URL with its password, if any, masked: error messages end up in logs. */
+/**
+ * The URL with its password, if any, masked: error messages end up in logs. Up to the last `@`,
+ * since a password may hold `@` or `/`, and wherever `//user:` appears (`jdbc:postgresql://…`).
+ */
 function withoutPassword(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/@]*@/i, '$1***@');
+  return url.replace(/(\/\/[^/@:]*:).*@/, '$1***@');
 }
 
 function isKysely(value: object): value is KyselyLike {

@@ -275,7 +275,7 @@ export class Guard {
     const pending = await this.#inFlight.drain(timeoutMs);
     if (pending > 0) {
       this.#options.logger.warn(
-        `Shutdown: ${pending} run(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`,
+        `Shutdown: ${pending} run(s) or acquire(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`,
       );
     }
     await this.#closeDatabase();

@@ -58,7 +58,9 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   // clock is ahead. Slots are deduplicated by the furthest slot that ran, so while that replica
   // runs it takes every slot, and if it stops the others skip slots until real time catches up.
   // Only the last day's runs: a clock fixed since then is no longer a problem.
-  const lastDay = runs.filter((run) => run.status !== 'skipped' && now.getTime() - run.startedAt.getTime() < PROBLEM_WINDOW_MS);
+  const real = runs.filter((run) => run.status !== 'skipped');
+  const recent = (run: RunRecord | undefined): boolean => run !== undefined && now.getTime() - run.startedAt.getTime() < PROBLEM_WINDOW_MS;
+  const lastDay = real.filter((run) => recent(run));
   const ahead = lastDay
     .filter((run) => run.slot !== null)
     .map((run) => ({ run, ms: (run.slot?.getTime() ?? 0) - run.startedAt.getTime() }))
@@ -84,7 +86,9 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   }
   // One overrun long ago must not fail a health check for as long as its row is kept.
   const overranLastDay = lastDay.filter((run) => run.overran).length;
-  const abandonedLastDay = lastDay.filter((run) => run.status === 'abandoned').length;
+  // A run is marked abandoned when the next one takes over (a day later for a daily job): recent
+  // when that next run is.
+  const abandonedLastDay = real.filter((run, index) => run.status === 'abandoned' && (recent(run) || recent(real[index - 1]))).length;
   if (overranLastDay > 0) problems.push(`in the last day ${overranLastDay} run(s) overran their lock`);
   if (abandonedLastDay > 0) problems.push(`in the last day ${abandonedLastDay} run(s) abandoned`);
   if (diagnosis.stuck > 0) problems.push(`${diagnosis.stuck} run(s) still 'running' after their lock expired`);

@@ -72,11 +72,9 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
   async function take(key: string, job: ResolvedJob, slot: Date | null): Promise<HeldLock | undefined> {
     const result = await acquireLock(environment, job, slot);
     if (!isHeld(result)) return undefined;
-    if (host.isClosed()) {
-      // Won while the guard was shutting down: node-cron's task is being stopped, so nothing would run it.
-      await releaseLock(environment, result, NOT_RUN_SHUTDOWN, result.acquireSentAt + job.lockAtMostForMs);
-      return undefined;
-    }
+    // Won even if the guard began to shut down meanwhile: the slot is now marked as run, so giving
+    // the lock back unrun would lose it on every replica. node-cron runs the task (shutdown does
+    // not stop the user's own tasks), and shutdown waits for its onComplete, up to its timeout.
     let done!: () => void;
     void host.inFlight.track(new Promise<void>((resolve) => (done = resolve)));
     const entry: HeldEntry = { lock: result, done, expiry: undefined };
@@ -129,9 +127,6 @@ interface HeldEntry {
   readonly done: () => void;
   expiry: NodeJS.Timeout | undefined;
 }
-
-/** The history row of a fire whose lock was won while the guard shut down. */
-const NOT_RUN_SHUTDOWN = Object.freeze({ status: 'failed', error: 'not run: the guard was shutting down' } as const);
 
 /** Runs `then` at `at` (performance.now() time), re-armed past a timer's longest wait. */
 function after(entry: HeldEntry, at: number, then: () => void): void {

@@ -62,12 +62,6 @@ export function reportToOpenTelemetry(events: GuardEvents): void {
     };
     events.on('succeeded', ({ job, runId, durationMs }) => finish(runId, job, 'succeeded', durationMs));
     events.on('failed', ({ job, runId, durationMs, error }) => finish(runId, job, 'failed', durationMs, error));
-    // A lock won and given back without a run (a coordinator fire won during shutdown) ends its span here.
-    events.on('released', ({ runId }) => {
-      const span = spans.get(runId);
-      spans.delete(runId);
-      span?.end();
-    });
     events.on('skipped', ({ job, reason }) => skips.add(1, { 'cronguard.job': job, 'cronguard.reason': reason }));
     events.on('lock-lost', ({ job }) => lockLost.add(1, { 'cronguard.job': job }));
     events.on('overran', ({ job }) => overran.add(1, { 'cronguard.job': job }));
