@@ -2,9 +2,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { GuardError } from '../src/index.js';
-import { dialectTargets, uniquePrefix } from './support/dialects.js';
+import { dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
-import { openRaw } from './support/raw-database.js';
+import { openRaw, type RawDatabase } from './support/raw-database.js';
+
+/** Another session holding the (free) lock rows in an open transaction, so that an acquire's UPDATE waits for them. */
+async function holdLockRows(target: DialectTarget, url: string, prefix: string): Promise<RawDatabase> {
+  const raw = await openRaw(target.name, url);
+  await raw.exec(target.name === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
+  await raw.query(`SELECT * FROM ${prefix}locks FOR UPDATE`);
+  return raw;
+}
 
 describe.each(dialectTargets())('guard on $name', (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
@@ -126,9 +134,7 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 300 });
       await guard.run({ name: 'hung', lockAtMostFor: '1m' }, () => 1);
       // Another session holds the (free) lock row, so the acquire's UPDATE waits for it.
-      const raw = await openRaw(target.name, url);
-      await raw.exec(target.name === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
-      await raw.query(`SELECT * FROM ${prefix}locks FOR UPDATE`);
+      const raw = await holdLockRows(target, url, prefix);
       const started = performance.now();
       const result = await guard.run({ name: 'hung', lockAtMostFor: '1m' }, () => 'ran');
       const waited = performance.now() - started;
@@ -148,9 +154,7 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 300 });
       const job = { name: 'hung-at-shutdown', lockAtMostFor: '1m' };
       await guard.run(job, () => 1);
-      const raw = await openRaw(target.name, url);
-      await raw.exec(target.name === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
-      await raw.query(`SELECT * FROM ${prefix}locks FOR UPDATE`);
+      const raw = await holdLockRows(target, url, prefix);
       expect(await guard.run(job, () => 'ran')).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
       let closed = false;
       const closing = guard.shutdown({ timeout: '10s' }).then(() => void (closed = true));
@@ -170,9 +174,7 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 100 });
       const job = { name: 'one-at-a-time', lockAtMostFor: '1m' };
       await guard.run(job, () => 1);
-      const raw = await openRaw(target.name, url);
-      await raw.exec(target.name === 'postgres' ? 'BEGIN' : 'START TRANSACTION');
-      await raw.query(`SELECT * FROM ${prefix}locks FOR UPDATE`);
+      const raw = await holdLockRows(target, url, prefix);
       try {
         const sent = performance.now();
         const message = async (): Promise<string> => {
