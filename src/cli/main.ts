@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
 import { printable } from './format.js';
-import { messageOf } from '../guard/environment.js';
+import { messageOf } from '../guard/errors.js';
 import { sqlitePath } from '../sqlite/connection.js';
 import {
   doctorCommand,

@@ -2,8 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Migrator, type Kysely } from 'kysely';
 import { cronguardMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../guard/dialect.js';
-import { messageOf } from '../guard/environment.js';
-import { GuardError } from '../guard/errors.js';
+import { GuardError, messageOf } from '../guard/errors.js';
 
 /**
  * How long a migration that keeps losing races with other processes is retried. By time, not by

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
-import { messageOf, type ExecuteEnvironment, type HeldLock } from './environment.js';
-import { GuardError } from './errors.js';
+import type { ExecuteEnvironment, HeldLock } from './environment.js';
+import { GuardError, messageOf } from './errors.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock } from './release.js';
 import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';

@@ -13,7 +13,7 @@ import { scheduleJob, type ScheduleOptions } from '../node-cron/schedule.js';
 import { reportToOpenTelemetry } from '../telemetry/opentelemetry.js';
 import type { DialectName } from './dialect.js';
 import { parseDuration, type DurationInput } from './duration.js';
-import { GuardError } from './errors.js';
+import { GuardError, messageOf } from './errors.js';
 import type { ExecuteEnvironment } from './environment.js';
 import { GuardEvents, type GuardEventMap, type GuardEventName } from './events.js';
 import { execute, shutdownReason, type JobFunction } from './execute.js';
@@ -287,7 +287,7 @@ export class Guard {
     if (retentionMs === undefined || performance.now() - this.#prunedAt < RETENTION_INTERVAL_MS) return;
     this.#prunedAt = performance.now();
     this.#prune(new Date(Date.now() - retentionMs), RETENTION_MAX_BATCHES).catch((error: unknown) => {
-      this.#options.logger.error(`Pruning the run history failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.#options.logger.error(`Pruning the run history failed: ${messageOf(error)}`);
     });
   }
 

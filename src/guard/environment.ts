@@ -40,17 +40,3 @@ export interface HeldLock {
   /** performance.now() just before the acquire was sent: where the job's deadline counts from. */
   readonly acquireSentAt: number;
 }
-
-/**
- * An error's message for a log line or a wrapping error. Node's refused connection to a host with
- * several addresses (localhost: ::1 and 127.0.0.1) is an AggregateError with an empty message:
- * then its first inner message, else its code.
- */
-export function messageOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  if (error.message !== '') return error.message;
-  const inner = error instanceof AggregateError ? (error.errors as unknown[]).find((each) => each instanceof Error && each.message !== '') : undefined;
-  if (inner instanceof Error) return inner.message;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? code : error.name;
-}

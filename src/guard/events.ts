@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { GuardError } from './errors.js';
+import { messageOf, type GuardError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { SkipReason } from './run-result.js';
 
@@ -56,7 +56,7 @@ export class GuardEvents {
     try {
       this.#emitter.emit(event, ...payload);
     } catch (error) {
-      this.#logger.error(`A "${event}" listener threw: ${error instanceof Error ? error.message : String(error)}`);
+      this.#logger.error(`A "${event}" listener threw: ${messageOf(error)}`);
     }
   }
 }

@@ -1,7 +1,7 @@
 import { acquireLock, isHeld } from './acquire.js';
 import { executionStorage } from './current-execution.js';
-import { messageOf, type ExecuteEnvironment, type HeldLock } from './environment.js';
-import { GuardError } from './errors.js';
+import type { ExecuteEnvironment, HeldLock } from './environment.js';
+import { GuardError, messageOf } from './errors.js';
 import { Execution, type ExecutionContext, type ExecutionHooks } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock, SUCCEEDED } from './release.js';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunOutcome } from './dialect.js';
-import { messageOf, type ExecuteEnvironment, type HeldLock } from './environment.js';
-import { GuardError } from './errors.js';
+import type { ExecuteEnvironment, HeldLock } from './environment.js';
+import { GuardError, messageOf } from './errors.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 export const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });

@@ -67,7 +67,7 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
     .reduce<{ run: RunRecord; ms: number } | undefined>((furthest, entry) => (furthest === undefined || entry.ms > furthest.ms ? entry : furthest), undefined);
   const diagnosis = {
     job,
-    runs: runs.filter((run) => run.status !== 'skipped').length,
+    runs: real.length,
     succeeded: count((run) => run.status === 'succeeded'),
     failed: count((run) => run.status === 'failed'),
     abandoned: count((run) => run.status === 'abandoned'),

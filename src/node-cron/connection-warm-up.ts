@@ -55,8 +55,7 @@ export class ConnectionWarmUp {
     const fires: number[] = [];
     let next = Number.POSITIVE_INFINITY;
     for (const task of this.#tasks) {
-      // node-cron still reports a next run for a destroyed task; a stopped one reports none.
-      if (task.getStatus() === 'destroyed') continue;
+      // A stopped task reports no next run; a destroyed one has left the set (see scheduleJob).
       const at = task.getNextRun()?.getTime();
       if (at === undefined || at <= now) continue;
       fires.push(at);
