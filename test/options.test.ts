@@ -513,7 +513,7 @@ describe('decorators validate their options when applied', () => {
     expect(await standard.call({ base: 100 }, 20, 3)).toBe(123);
 
     const descriptor: PropertyDescriptor = { value: add, writable: true, configurable: true };
-    expect(decorator({}, 'add', descriptor)).toBeUndefined();
+    expect(decorator({}, 'add', descriptor)).toBe(descriptor);
     expect(descriptor.value).not.toBe(add);
     expect(await (descriptor.value as typeof add).call({ base: 1 }, 2, 3)).toBe(6);
   });
@@ -524,7 +524,7 @@ describe('decorators validate their options when applied', () => {
       thrown(() => decorator(async () => 1, untyped<ClassMethodDecoratorContext<unknown, () => Promise<number>>>({ kind: 'getter', name: 'x' }))),
       'Expected @guarded to decorate a method, got a getter',
     );
-    expectTypeError(thrown(() => decorator({}, 'count', { value: 1, writable: true })), 'Expected @guarded to decorate a method, got a property holding 1 (count)');
+    expectTypeError(thrown(() => decorator({}, 'count', untyped<PropertyDescriptor>({ value: 1, writable: true }))), 'Expected @guarded to decorate a method, got a property holding 1 (count)');
   });
 
   it('guarded() throws at decoration time for what it can check without a guard', () => {

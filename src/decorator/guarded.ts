@@ -3,9 +3,9 @@ import type { RunResult } from '../guard/run-result.js';
 import { describeValue } from '../guard/describe-value.js';
 
 /**
- * A method decorator for both TypeScript modes. Under standard decorators the method must return
- * a Promise whose type admits `undefined` (`Promise<T | undefined>`, or `Promise<void>`), because a
- * skipped call resolves to `undefined`.
+ * A method decorator for both TypeScript modes. In both, the method must be async and its Promise
+ * must admit `undefined` (`Promise<T | undefined>`, or `Promise<void>`), because a skipped call
+ * resolves to `undefined`: anything else is a compile error at the decorator.
  */
 export interface GuardedDecorator {
   /** Standard decorators (TypeScript 5+ default). */
@@ -13,8 +13,16 @@ export interface GuardedDecorator {
     method: (this: This, ...args: Args) => Promise<Return>,
     context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<Return>>,
   ): (this: This, ...args: Args) => Promise<Return | undefined>;
-  /** `experimentalDecorators` (NestJS and most existing apps). */
-  (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor): void;
+  /**
+   * `experimentalDecorators` (NestJS and most existing apps). The descriptor it returns holds a
+   * method resolving to `Return | undefined`, which the compiler checks against the method's own
+   * type, as it checks the replacement method under standard decorators.
+   */
+  <Args extends unknown[], Return>(
+    target: object,
+    propertyKey: string | symbol,
+    descriptor: TypedPropertyDescriptor<(...args: Args) => Promise<Return>>,
+  ): TypedPropertyDescriptor<(...args: Args) => Promise<Return | undefined>>;
 }
 
 /** Runs a method body under the job's lock. */
@@ -52,7 +60,7 @@ export function createGuardedDecorator(runner: GuardedRunner): GuardedDecorator 
       throw new TypeError(`Expected @guarded to decorate a method, got ${what} (${String(second)})`);
     }
     descriptor.value = wrap(descriptor.value as AnyMethod);
-    return undefined;
+    return descriptor;
   }
 
   return decorator as GuardedDecorator;

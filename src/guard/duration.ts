@@ -2,10 +2,19 @@ import { Duration } from 'luxon';
 import { describeValue } from './describe-value.js';
 
 /**
+ * A luxon `Duration`, by the members the guard reads, so that the published types need neither
+ * luxon's own types nor `@types/luxon`: a luxon `Duration` fits it.
+ */
+export interface LuxonDurationLike {
+  readonly isValid: boolean;
+  toMillis(): number;
+}
+
+/**
  * A length of time: milliseconds as a number, a short string (`'500ms'`, `'30s'`, `'5m'`, `'2h'`,
  * `'1d'`), an ISO 8601 duration (`'PT30S'`), or a luxon `Duration`.
  */
-export type DurationInput = number | string | Duration;
+export type DurationInput = number | string | LuxonDurationLike;
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const SHORT_FORM = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;

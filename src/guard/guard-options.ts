@@ -10,7 +10,7 @@ import { consoleLogger, safeLogger, type Logger } from './logger.js';
 /** How a guard connects and what its jobs default to. */
 export interface GuardOptions {
   /** Where the lock rows live: a URL, a Kysely instance, or a pg, mysql2 or better-sqlite3 pool/database you own. @default 'sqlite:./cronguard.sqlite' */
-  database?: DatabaseInput;
+  database?: DatabaseInput | undefined;
   /** Prefix of the guard's tables (`<prefix>locks`); an identifier, or `schema.prefix` on PostgreSQL. @default 'cronguard_' */
   tablePrefix?: string;
   /** Who holds a lock, for humans reading the table; not the ownership check (a per-execution token is). @default `${hostname()}:${process.pid}` */

@@ -1,5 +1,6 @@
 import { Kysely, MysqlDialect, type MysqlPool } from 'kysely';
-import { createPool } from 'mysql2';
+import type * as mysql2 from 'mysql2';
+import { loadDriver } from '../database/load-driver.js';
 import type { OpenSettings } from '../guard/dialect.js';
 
 /**
@@ -26,6 +27,7 @@ function isCallbackPool(value: unknown): boolean {
 
 /** A pool the guard owns, from a `mysql://` URL. */
 export function openMysql(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: unknown } {
+  const { createPool } = loadDriver('mysql2', 'a mysql:// database') as typeof mysql2;
   const pool = createPool({
     uri: url,
     connectionLimit: 10,

@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
+import { loadDriver } from '../database/load-driver.js';
 import type { OpenSettings } from '../guard/dialect.js';
 
 /** Structural type of a node-postgres `Pool`, so that the public API does not need `@types/pg`. */
@@ -16,8 +17,9 @@ export function isPostgresPool(value: object): value is PostgresPoolLike {
 }
 
 /** A pool the guard owns, from a `postgres://` URL. */
-export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: pg.Pool } {
-  const pool = new pg.Pool({
+export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: unknown } {
+  const { Pool } = loadDriver('pg', 'a postgres:// database') as typeof pg;
+  const pool = new Pool({
     connectionString: url,
     max: 10,
     // A down database must fail an acquire quickly (the run is skipped), not hang the tick.

@@ -1,5 +1,6 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
+import { loadDriver } from '../database/load-driver.js';
 import type { OpenSettings } from '../guard/dialect.js';
 import { MAX_TIMER_MS } from '../guard/timeout.js';
 import type { LazySqliteDatabase } from './statement-runner.js';
@@ -29,7 +30,9 @@ export function sqlitePath(url: string): string {
 export function openSqlite(
   url: string,
   { acquireTimeoutMs }: OpenSettings,
-): { db: Kysely<unknown>; native: LazySqliteDatabase; close: () => Promise<void> } {
+): { db: Kysely<unknown>; native: unknown; close: () => Promise<void> } {
+  // Loaded now, so that a missing driver fails createGuard, not the first run.
+  const BetterSqlite3 = loadDriver('better-sqlite3', 'a sqlite: database') as typeof Database;
   const path = sqlitePath(url);
   let database: Database.Database | undefined;
   let closed = false;
@@ -42,7 +45,7 @@ export function openSqlite(
         // longer than acquireTimeout. better-sqlite3's wait is synchronous, so no timer could cut
         // it: this is the only bound an acquire has on SQLite.
         // better-sqlite3 takes a whole number of ms up to 2^31 - 1.
-        database = new Database(path, { timeout: Math.min(Math.ceil(acquireTimeoutMs), MAX_TIMER_MS) });
+        database = new BetterSqlite3(path, { timeout: Math.min(Math.ceil(acquireTimeoutMs), MAX_TIMER_MS) });
         // WAL lets readers and the one writer proceed at once across processes; NORMAL sync is
         // durable against a process crash, which is the failure a lock row has to survive.
         database.pragma('journal_mode = WAL');
