@@ -42,6 +42,32 @@ export interface ExecutionHooks {
 const KEEP_ALIVE_RETRY_MS = 1_000;
 
 /**
+ * The executions of every guard in this process with a timer that must fire by their deadline: an
+ * armed deadline signal, or keep-alive. A synchronous wait (better-sqlite3's busy wait for another
+ * connection's write lock) blocks the thread, so no timer fires meanwhile: the SQLite statements
+ * wait no longer than `msToNearestDeadline()`.
+ */
+const timed = new Set<Execution>();
+
+/**
+ * How long this thread may block without holding a running execution's timers past its deadline:
+ * the time left to the nearest one (0 when an armed deadline is due and has not fired yet), or
+ * Infinity when no execution in this process has one ahead.
+ */
+export function msToNearestDeadline(): number {
+  let nearest = Number.POSITIVE_INFINITY;
+  if (timed.size === 0) return nearest;
+  const now = performance.now();
+  for (const execution of timed) {
+    const left = execution.deadline - now;
+    // An armed signal that is due must fire first; past the deadline, keep-alive has nothing left to keep.
+    if (execution.signalArmed) nearest = Math.min(nearest, Math.max(0, left));
+    else if (left > 0) nearest = Math.min(nearest, left);
+  }
+  return nearest;
+}
+
+/**
  * The context of one execution. The deadline timer is made only when the job reads `signal` (or
  * keep-alive runs), so that jobs that never look at it cost nothing on the hot path.
  */
@@ -66,7 +92,10 @@ export class Execution implements ExecutionContext {
     this.#job = job;
     this.#hooks = hooks;
     this.#lockExpiresAt = acquireSentAt + job.lockAtMostForMs;
-    if (job.keepAliveIntervalMs !== undefined) this.#scheduleKeepAlive(job.keepAliveIntervalMs);
+    if (job.keepAliveIntervalMs !== undefined) {
+      timed.add(this);
+      this.#scheduleKeepAlive(job.keepAliveIntervalMs);
+    }
   }
 
   get lockExpiresAt(): number {
@@ -76,6 +105,11 @@ export class Execution implements ExecutionContext {
   /** When the signal fires: the lock's expiry, less the stop margin. */
   get deadline(): number {
     return this.#lockExpiresAt - this.#job.stopMarginMs;
+  }
+
+  /** Whether the deadline signal's timer is armed and has not fired. */
+  get signalArmed(): boolean {
+    return this.#timer !== undefined;
   }
 
   get signal(): AbortSignal {
@@ -120,18 +154,19 @@ export class Execution implements ExecutionContext {
   abort(reason: GuardError): void {
     if (this.#controller === undefined) this.#abortedWith = reason;
     else if (!this.#controller.signal.aborted) this.#controller.abort(reason);
-    clearTimeout(this.#timer);
+    this.#disarm();
   }
 
   /** Stops the timers once the job has returned. */
   end(): void {
     this.#ended = true;
-    clearTimeout(this.#timer);
+    this.#disarm();
     clearTimeout(this.#keepAliveTimer);
+    timed.delete(this);
   }
 
   #arm(): void {
-    clearTimeout(this.#timer);
+    this.#disarm();
     const remaining = this.deadline - performance.now();
     if (remaining <= 0) {
       this.#controller?.abort(
@@ -141,6 +176,14 @@ export class Execution implements ExecutionContext {
     }
     this.#timer = setTimeout(() => this.#arm(), Math.min(remaining, MAX_TIMER_MS));
     this.#timer.unref();
+    timed.add(this);
+  }
+
+  /** Clears the deadline timer; the execution stays in `timed` while keep-alive runs. */
+  #disarm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#job.keepAliveIntervalMs === undefined) timed.delete(this);
   }
 
   /** Keep-alive: extend every interval; after a failure, try again sooner while the lock lasts. */
