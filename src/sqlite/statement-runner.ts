@@ -74,8 +74,6 @@ export function nativeRunner(database: () => Database.Database): SqliteRunner {
       throw error;
     }
   };
-  // The connection's own busy timeout (acquireTimeout for a guard opened from a URL), read once.
-  let busyTimeoutMs: number | undefined;
   /**
    * better-sqlite3 waits for another connection's write lock synchronously, up to the busy
    * timeout, and no timer fires meanwhile: not a running execution's deadline signal, nor its
@@ -86,7 +84,9 @@ export function nativeRunner(database: () => Database.Database): SqliteRunner {
     const leftMs = msToNearestDeadline();
     if (leftMs === Number.POSITIVE_INFINITY) return work();
     const db = database();
-    busyTimeoutMs ??= db.pragma('busy_timeout', { simple: true }) as number;
+    // The connection's own busy timeout: acquireTimeout for a guard opened from a URL, or whatever
+    // the app set on a Database it passed in (read each time: the app may change it).
+    const busyTimeoutMs = db.pragma('busy_timeout', { simple: true }) as number;
     if (leftMs >= busyTimeoutMs) return work();
     db.pragma(`busy_timeout = ${Math.floor(leftMs)}`);
     try {
