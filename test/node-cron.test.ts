@@ -123,7 +123,7 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
       expect(new Set(runs.map((run) => run.slot)).size).toBe(runs.length);
     }, 60_000);
 
-    it('on SIGTERM finishes the run, releases, exits 0, and another replica runs the next slot on time', async () => {
+    it('on SIGTERM finishes the run, releases, exits 0, and another replica runs the next slot, not held back by its lock', async () => {
       const { url, prefix, replicas } = await startReplicas(
         target,
         [
