@@ -47,22 +47,23 @@ const KEEP_ALIVE_RETRY_MS = 1_000;
  * connection's write lock) blocks the thread, so no timer fires meanwhile: the SQLite statements
  * wait no longer than `msToNearestDeadline()`.
  */
-const timed = new Set<Execution>();
+const armedSignals = new Set<Execution>();
+const keptAlive = new Set<Execution>();
 
 /**
  * How long this thread may block without holding a running execution's timers past its deadline:
- * the time left to the nearest one (0 when an armed deadline is due and has not fired yet), or
+ * the time left to the nearest one (0 when an armed signal is due and has not fired yet), or
  * Infinity when no execution in this process has one ahead.
  */
 export function msToNearestDeadline(): number {
   let nearest = Number.POSITIVE_INFINITY;
-  if (timed.size === 0) return nearest;
+  if (armedSignals.size === 0 && keptAlive.size === 0) return nearest;
   const now = performance.now();
-  for (const execution of timed) {
+  for (const execution of armedSignals) nearest = Math.min(nearest, Math.max(0, execution.deadline - now));
+  // Past its deadline, keep-alive has nothing left to keep in time.
+  for (const execution of keptAlive) {
     const left = execution.deadline - now;
-    // An armed signal that is due must fire first; past the deadline, keep-alive has nothing left to keep.
-    if (execution.signalArmed) nearest = Math.min(nearest, Math.max(0, left));
-    else if (left > 0) nearest = Math.min(nearest, left);
+    if (left > 0) nearest = Math.min(nearest, left);
   }
   return nearest;
 }
@@ -93,7 +94,7 @@ export class Execution implements ExecutionContext {
     this.#hooks = hooks;
     this.#lockExpiresAt = acquireSentAt + job.lockAtMostForMs;
     if (job.keepAliveIntervalMs !== undefined) {
-      timed.add(this);
+      keptAlive.add(this);
       this.#scheduleKeepAlive(job.keepAliveIntervalMs);
     }
   }
@@ -105,11 +106,6 @@ export class Execution implements ExecutionContext {
   /** When the signal fires: the lock's expiry, less the stop margin. */
   get deadline(): number {
     return this.#lockExpiresAt - this.#job.stopMarginMs;
-  }
-
-  /** Whether the deadline signal's timer is armed and has not fired. */
-  get signalArmed(): boolean {
-    return this.#timer !== undefined;
   }
 
   get signal(): AbortSignal {
@@ -162,7 +158,7 @@ export class Execution implements ExecutionContext {
     this.#ended = true;
     this.#disarm();
     clearTimeout(this.#keepAliveTimer);
-    timed.delete(this);
+    keptAlive.delete(this);
   }
 
   #arm(): void {
@@ -176,14 +172,12 @@ export class Execution implements ExecutionContext {
     }
     this.#timer = setTimeout(() => this.#arm(), Math.min(remaining, MAX_TIMER_MS));
     this.#timer.unref();
-    timed.add(this);
+    armedSignals.add(this);
   }
 
-  /** Clears the deadline timer; the execution stays in `timed` while keep-alive runs. */
   #disarm(): void {
     clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#job.keepAliveIntervalMs === undefined) timed.delete(this);
+    armedSignals.delete(this);
   }
 
   /** Keep-alive: extend every interval; after a failure, try again sooner while the lock lasts. */
