@@ -52,14 +52,15 @@ describe('the execution context', () => {
     const guard = await sqliteGuard();
     // lockAtMostFor 2.2 s: the margin is 1 s (at least 1 s), so the signal fires near 1.2 s.
     const result = await guard.run({ name: 'deadline', lockAtMostFor: 2_200 }, async (ctx) => {
-      const started = performance.now();
       await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
-      return { after: performance.now() - started, reason: (ctx.signal.reason as GuardError).code };
+      return { firedAt: performance.now(), lockExpiresAt: ctx.lockExpiresAt, reason: (ctx.signal.reason as GuardError).code };
     });
     if (!result.executed) throw new Error('expected a run');
     expect(result.value.reason).toBe('DEADLINE');
-    expect(result.value.after).toBeGreaterThan(1_000);
-    expect(result.value.after).toBeLessThan(1_400);
+    // Not before the deadline (the expiry less the margin), and before the expiry: how late within
+    // that second a busy machine fires the timer is not the test's business.
+    expect(result.value.firedAt).toBeGreaterThanOrEqual(result.value.lockExpiresAt - 1_000);
+    expect(result.value.firedAt).toBeLessThan(result.value.lockExpiresAt);
   });
 
   it('on shutdown aborts running jobs with SHUTDOWN, lets them finish and release, then refuses new runs', async () => {
@@ -122,14 +123,14 @@ describe('the execution context', () => {
     const second = createGuard({ database: `sqlite:${path}`, logger: recordingLogger() });
     guards.push(first, second);
     await first.migrate();
-    const started = performance.now();
     // Each transaction runs synchronously from BEGIN to COMMIT: one connection never holds the
-    // write lock while the other blocks this thread in its busy wait (that stalled for 5 s).
+    // write lock while the other blocks this thread in its busy wait. When it did, the waiter could
+    // only give up (the holder cannot commit while the thread waits): an error skip after the busy
+    // timeout, which is what this checks, not how long the 40 runs took.
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? first : second).run({ name: `job-${i % 10}`, lockAtMostFor: '1m' }, () => i)),
     );
     expect(results.filter((result) => !result.executed && result.reason === 'error')).toEqual([]);
-    expect(performance.now() - started).toBeLessThan(4_000);
   });
 
   it('close() during a run waits for it to release, so the lock is free for the next replica', async () => {

@@ -1,4 +1,5 @@
 // PostgreSQL with 1,000,000 history rows: `history --job X --limit 50` reads the index, not the table.
+// How long that takes is a figure of the machine, measured by the benchmark (figure 10), not asserted here.
 import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +12,7 @@ if (postgres?.serverUrl === undefined || postgres.serverUrl === null) throw new 
 const url = postgres.serverUrl;
 
 describe('history on postgres at 1,000,000 rows', () => {
-  it('uses the (job_name, started_at, id) index and answers in under 50 ms', async () => {
+  it('reads the (job_name, started_at, id) index backwards, with no table scan and no sort', async () => {
     const prefix = uniquePrefix();
     const queries: CompiledQuery[] = [];
     const pool = new pg.Pool({ connectionString: url, max: 2 });
@@ -29,11 +30,8 @@ describe('history on postgres at 1,000,000 rows', () => {
                now() - i * interval '1 second' + interval '10 milliseconds', 10, 60000, now(), false
           FROM generate_series(1, 1000000) AS i;
         ANALYZE ${prefix}runs;`);
-      await guard.history({ job: 'job-7', limit: 50 });
       queries.length = 0;
-      const started = performance.now();
       const page = await guard.history({ job: 'job-7', limit: 50 });
-      const elapsed = performance.now() - started;
 
       expect(page.runs).toHaveLength(50);
       expect(page.runs.every((run) => run.job === 'job-7')).toBe(true);
@@ -43,7 +41,6 @@ describe('history on postgres at 1,000,000 rows', () => {
       const text = plan.map((row) => row['QUERY PLAN']).join('\n');
       expect(text).toMatch(new RegExp(`Index Scan Backward using ${prefix}runs_job_started`));
       expect(text).not.toMatch(/Seq Scan|Sort/);
-      expect(elapsed).toBeLessThan(50);
     } finally {
       await guard.close();
       await db.destroy();

@@ -42,6 +42,33 @@ export interface ExecutionHooks {
 const KEEP_ALIVE_RETRY_MS = 1_000;
 
 /**
+ * The executions of every guard in this process with a timer that must fire by their deadline: an
+ * armed deadline signal, or keep-alive. A synchronous wait (better-sqlite3's busy wait for another
+ * connection's write lock) blocks the thread, so no timer fires meanwhile: the SQLite statements
+ * wait no longer than `msToNearestDeadline()`.
+ */
+const armedSignals = new Set<Execution>();
+const keptAlive = new Set<Execution>();
+
+/**
+ * How long this thread may block without holding a running execution's timers past its deadline:
+ * the time left to the nearest one (0 when an armed signal is due and has not fired yet), or
+ * Infinity when no execution in this process has one ahead.
+ */
+export function msToNearestDeadline(): number {
+  let nearest = Number.POSITIVE_INFINITY;
+  if (armedSignals.size === 0 && keptAlive.size === 0) return nearest;
+  const now = performance.now();
+  for (const execution of armedSignals) nearest = Math.min(nearest, Math.max(0, execution.deadline - now));
+  // Past its deadline, keep-alive has nothing left to keep in time.
+  for (const execution of keptAlive) {
+    const left = execution.deadline - now;
+    if (left > 0) nearest = Math.min(nearest, left);
+  }
+  return nearest;
+}
+
+/**
  * The context of one execution. The deadline timer is made only when the job reads `signal` (or
  * keep-alive runs), so that jobs that never look at it cost nothing on the hot path.
  */
@@ -66,7 +93,10 @@ export class Execution implements ExecutionContext {
     this.#job = job;
     this.#hooks = hooks;
     this.#lockExpiresAt = acquireSentAt + job.lockAtMostForMs;
-    if (job.keepAliveIntervalMs !== undefined) this.#scheduleKeepAlive(job.keepAliveIntervalMs);
+    if (job.keepAliveIntervalMs !== undefined) {
+      keptAlive.add(this);
+      this.#scheduleKeepAlive(job.keepAliveIntervalMs);
+    }
   }
 
   get lockExpiresAt(): number {
@@ -120,18 +150,19 @@ export class Execution implements ExecutionContext {
   abort(reason: GuardError): void {
     if (this.#controller === undefined) this.#abortedWith = reason;
     else if (!this.#controller.signal.aborted) this.#controller.abort(reason);
-    clearTimeout(this.#timer);
+    this.#disarm();
   }
 
   /** Stops the timers once the job has returned. */
   end(): void {
     this.#ended = true;
-    clearTimeout(this.#timer);
+    this.#disarm();
     clearTimeout(this.#keepAliveTimer);
+    keptAlive.delete(this);
   }
 
   #arm(): void {
-    clearTimeout(this.#timer);
+    this.#disarm();
     const remaining = this.deadline - performance.now();
     if (remaining <= 0) {
       this.#controller?.abort(
@@ -141,6 +172,12 @@ export class Execution implements ExecutionContext {
     }
     this.#timer = setTimeout(() => this.#arm(), Math.min(remaining, MAX_TIMER_MS));
     this.#timer.unref();
+    armedSignals.add(this);
+  }
+
+  #disarm(): void {
+    clearTimeout(this.#timer);
+    armedSignals.delete(this);
   }
 
   /** Keep-alive: extend every interval; after a failure, try again sooner while the lock lasts. */

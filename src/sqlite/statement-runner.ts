@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { CompiledQuery, type Kysely } from 'kysely';
+import { msToNearestDeadline } from '../guard/execution-context.js';
 
 /** What a statement returned: its rows (RETURNING, SELECT) and the rows it changed. */
 export interface StatementResult {
@@ -73,10 +74,31 @@ export function nativeRunner(database: () => Database.Database): SqliteRunner {
       throw error;
     }
   };
+  /**
+   * better-sqlite3 waits for another connection's write lock synchronously, up to the busy
+   * timeout, and no timer fires meanwhile: not a running execution's deadline signal, nor its
+   * keep-alive. So a wait is cut to the time left to the nearest such deadline in this process,
+   * and the statement fails as a lock-wait timeout rather than hold the signal past the expiry.
+   */
+  const boundedWait = <T>(work: () => T): T => {
+    const leftMs = msToNearestDeadline();
+    if (leftMs === Number.POSITIVE_INFINITY) return work();
+    const db = database();
+    // The connection's own busy timeout: acquireTimeout for a guard opened from a URL, or whatever
+    // the app set on a Database it passed in (read each time: the app may change it).
+    const busyTimeoutMs = db.pragma('busy_timeout', { simple: true }) as number;
+    if (leftMs >= busyTimeoutMs) return work();
+    db.pragma(`busy_timeout = ${Math.floor(leftMs)}`);
+    try {
+      return work();
+    } finally {
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    }
+  };
   return {
     synchronous: true,
-    execute: (query) => settled(() => run(query)),
-    transaction: (body) => settled(() => transaction(body)),
+    execute: (query) => settled(() => boundedWait(() => run(query))),
+    transaction: (body) => settled(() => boundedWait(() => transaction(body))),
   };
 }
 

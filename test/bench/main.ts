@@ -12,6 +12,7 @@ import type { DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres, type RunningDatabase } from '../setup/databases.js';
 import { openDriver } from './drivers.js';
 import { capacityLines } from './capacity.js';
+import { historyPage, historyPageLines, type HistoryPageFigure } from './history-page.js';
 import { contention, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } from './figures.js';
 import { missesLines } from './misses.js';
@@ -46,12 +47,15 @@ const tickSize: TickSize = {
   quick: { cron: 'second', jobs: 10, slots: 3 } as const,
   smoke: { cron: 'second', jobs: 2, slots: 3 } as const,
 }[mode];
+/** Figure 10: rows in the runs table a history page is read from. */
+const historyRows = { full: 1_000_000, quick: 100_000, smoke: 10_000 }[mode];
 const out = values.out ?? (mode === 'smoke' ? join(mkdtempSync(join(tmpdir(), 'cronguard-bench-')), 'BENCHMARKS.md') : 'BENCHMARKS.md');
 
 const servers: RunningDatabase[] = [];
 const results: { dialect: DialectName; version: string; figures: DialectFigures; contention: ContentionFigure }[] = [];
 let memory: { pinned: MemoryFigure; adaptive: MemoryFigure } | undefined;
 let ticks: TickLatencyFigure | undefined;
+let history: HistoryPageFigure | undefined;
 /** Figure 7 on every dialect: cronguard alone on once-a-second slots (full run only; quick and smoke measure only that, on PostgreSQL). */
 const ticksByDialect: { dialect: DialectName; figure: TickLatencyFigure }[] = [];
 const started = Date.now();
@@ -77,6 +81,8 @@ try {
       await driver.close();
     }
   }
+  console.error(`cronguard bench: a history page on PostgreSQL at ${historyRows.toLocaleString('en-US')} runs…`);
+  history = await historyPage(postgres.url, historyRows, iterations);
   console.error(
     `cronguard bench: tick-to-start latency on PostgreSQL, ${tickSize.jobs} jobs × ${tickSize.slots} ${tickSize.cron} slots` +
       `${tickSize.cron === 'minute' ? ' beside pg-boss and graphile-worker (about 2.5 minutes)' : ''}…`,
@@ -233,6 +239,9 @@ function report(): string {
     '## 9. Capacity of one server',
     '',
     ...capacityLines(results),
+    '## 10. A page of history on PostgreSQL',
+    '',
+    ...historyPageLines(history, verdict),
     ...missesLines({ results, memoryGrowthMb: memory === undefined ? undefined : memoryGrowthMb(memory.pinned), contentionSlots: contentionSize[3] }),
   ];
   return lines.join('\n');

@@ -13,8 +13,11 @@ const ACQUIRE_TIMEOUT_MS = 300;
 const TICK_MS = 100;
 const HELD_MS = 3_000;
 const AFTER_MS = 1_000;
-/** How late past acquireTimeout a skip may settle on a loaded machine and still count as cut. */
-const SETTLE_SLACK_MS = 250;
+/**
+ * How late past acquireTimeout a skip may settle on a loaded machine and still count as cut: an
+ * acquire not cut waits for the holder, up to HELD_MS, so a second of slack still tells them apart.
+ */
+const SETTLE_SLACK_MS = 1_000;
 
 /** Acquires of this table waiting in the server right now (not counting the session that asks). */
 async function waitingAcquires(dialect: DialectName, observer: RawDatabase, prefix: string): Promise<number> {

