@@ -20,12 +20,19 @@ import { execute, shutdownReason, type JobFunction } from './execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
 import { InFlight } from './in-flight.js';
 import { ReleasedLocks } from './released-locks.js';
+import { TIMED_OUT, withTimeout } from './timeout.js';
 import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
 import type { RunResult } from './run-result.js';
 
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
 const RETENTION_MAX_BATCHES = 10;
+/**
+ * How long shutdown waits past its timeout for what it does then: the cancelled acquires' answers
+ * (and the give-back of a take that committed first), then the pool's end. Each step waits at most
+ * this long, so shutdown resolves within its timeout plus twice this.
+ */
+const SHUTDOWN_GRACE_MS = 1_000;
 /** What a connection warm-up sends on each connection. */
 const SELECT_ONE = CompiledQuery.raw('SELECT 1');
 
@@ -95,6 +102,7 @@ export class Guard {
       store: dialect.createLockStore(opened.db, tables, {
         native: resolved.preparedStatements ? opened.native : undefined,
         history: resolved.history,
+        acquireTimeoutMs: resolved.acquireTimeoutMs,
       }),
       dialect,
       lockedBy: resolved.lockedBy,
@@ -197,12 +205,12 @@ export class Guard {
 
   /** Runs from the history, newest first, with a cursor for the next page. */
   history(query?: HistoryQuery): Promise<HistoryPage> {
-    return this.#reading(() => this.#readHistory(query));
+    return this.#reading(() => this.#readHistory(query), 'history');
   }
 
   /** Every lock row with its holder, `held` or `free`, and the time left, on the database's clock. */
   locks(): Promise<LockRecord[]> {
-    return this.#reading(() => this.#lockReader.list());
+    return this.#reading(() => this.#lockReader.list(), 'locks');
   }
 
   /**
@@ -211,7 +219,7 @@ export class Guard {
    */
   async unlock(name: string): Promise<boolean> {
     const job = validateJobName(name);
-    return this.#reading(() => this.#lockReader.unlock(job));
+    return this.#reading(() => this.#lockReader.unlock(job), 'unlock');
   }
 
   /**
@@ -227,20 +235,21 @@ export class Guard {
         diagnoses.push(diagnoseJob(lock.name, runs, now));
       }
       return diagnoses;
-    });
+    }, 'doctor');
   }
 
   /**
    * Deletes history rows that started before `olderThan` (a Date, or a duration meaning that long
    * ago), keeping each job's newest run and every `running` row. Returns how many went.
    */
-  prune(olderThan: Date | DurationInput): Promise<number> {
+  async prune(olderThan: Date | DurationInput): Promise<number> {
     const cutoff = pointInTime(olderThan, 'olderThan');
-    return this.#reading(() => this.#prune(cutoff));
+    return this.#reading(() => this.#prune(cutoff), 'prune');
   }
 
   /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */
   async migrate(): Promise<void> {
+    this.#assertOpen('migrate');
     await runMigrations(this.#db, this.#environment.dialect, this.#options.tables);
   }
 
@@ -250,9 +259,22 @@ export class Guard {
    * their locks (keeping lockAtLeastFor) and finish their history rows; then ends the pool the
    * guard opened (never one you passed in). A run still going after `timeout` keeps its lock until
    * lockAtMostFor: releasing it while it runs would let the next run overlap it.
+   *
+   * Resolves within `timeout` plus about two seconds, whatever the database does. An acquire still
+   * waiting on the server at `timeout` (a row lock held by another session) is cancelled there
+   * (PostgreSQL: `pg_cancel_backend`), so it rolls back and takes nothing; one that won before the
+   * cancel reached it is given back. The server also cuts every acquire's lock wait at
+   * `acquireTimeout` by itself, so a process that exits meanwhile cannot leave a late take behind
+   * for longer than that. A bad `timeout` rejects with a `TypeError`.
    */
   shutdown(options: ShutdownOptions = {}): Promise<void> {
-    const timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, { option: 'timeout', job: undefined });
+    let timeoutMs: number;
+    try {
+      timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, { option: 'timeout', job: undefined });
+    } catch (error) {
+      // A method that returns a promise reports through it, never by throwing.
+      return Promise.reject(error as Error);
+    }
     // Once: a second call (SIGTERM then SIGINT, or close after shutdown) waits for the first.
     this.#shutdown ??= this.#stop(timeoutMs);
     return this.#shutdown;
@@ -267,18 +289,41 @@ export class Guard {
   }
 
   async #stop(timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    const { logger } = this.#options;
     this.#closed = true;
     this.#warmUp.stop();
-    await Promise.all([...this.#tasks].map((task) => task.stop()));
+    // node-cron's background tasks stop asynchronously: they count against the timeout too.
+    await withTimeout(Promise.all([...this.#tasks].map((task) => task.stop())), timeoutMs);
     this.#tasks.clear();
     for (const execution of this.#environment.running) execution.abort(shutdownReason(execution.name));
-    const pending = await this.#inFlight.drain(timeoutMs);
-    if (pending > 0) {
-      this.#options.logger.warn(
-        `Shutdown: ${pending} run(s) or acquire(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`,
+    let pending = await this.#inFlight.drain(deadline - performance.now());
+    if (pending > 0 && this.#environment.store.cancelAcquires !== undefined) {
+      // An acquire still waiting on the server would hold a pooled connection, so ending the pool
+      // would wait for it, and it could still commit a take once the pool is gone. Cancelled, it
+      // rolls back at once; one that committed first answers 'acquired' and is given back by the
+      // late-win path, which is in flight too: both settle within the grace below.
+      await withTimeout(
+        this.#environment.store.cancelAcquires().catch((error: unknown) => {
+          logger.warn(`Shutdown: cancelling the acquires still in flight failed: ${messageOf(error)}`);
+        }),
+        SHUTDOWN_GRACE_MS,
       );
+      pending = await this.#inFlight.drain(SHUTDOWN_GRACE_MS);
     }
-    await this.#closeDatabase();
+    if (pending > 0) {
+      logger.warn(`Shutdown: ${pending} run(s) or acquire(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`);
+    }
+    // Ending a pool waits for its checked-out connections (node-postgres, mysql2): a statement
+    // still waiting on the server must not hold shutdown past its bound. The pool then ends in
+    // the background, once that statement is cut (at acquireTimeout by the server's lock wait
+    // bound) or answers.
+    const closing = this.#closeDatabase().catch((error: unknown) => {
+      logger.warn(`Shutdown: closing the database failed: ${messageOf(error)}`);
+    });
+    if ((await withTimeout(closing, Math.max(deadline - performance.now(), 0) + SHUTDOWN_GRACE_MS)) === TIMED_OUT) {
+      logger.warn('Shutdown: the pool is still closing (a statement is still waiting on the server); it ends in the background');
+    }
   }
 
   /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
@@ -291,8 +336,17 @@ export class Guard {
     });
   }
 
-  /** Turns "no such table" into a GuardError that says to migrate. */
-  async #reading<T>(read: () => Promise<T>): Promise<T> {
+  /**
+   * After shutdown the pool is ended (or ending): a GuardError that says so, rather than whatever
+   * the driver says about a destroyed pool.
+   */
+  #assertOpen(method: string): void {
+    if (this.#closed) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
+  }
+
+  /** Turns "no such table" into a GuardError that says to migrate; refuses once the guard is shut down. */
+  async #reading<T>(read: () => Promise<T>, method: string): Promise<T> {
+    this.#assertOpen(method);
     try {
       return await read();
     } catch (cause) {
