@@ -16,29 +16,26 @@ import { parseDuration, type DurationInput } from './duration.js';
 import { GuardError, messageOf } from './errors.js';
 import type { ExecuteEnvironment } from './environment.js';
 import { GuardEvents, type GuardEventMap, type GuardEventName } from './events.js';
-import { execute, shutdownReason, type JobFunction } from './execute.js';
+import { execute, type JobFunction } from './execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
 import { InFlight } from './in-flight.js';
 import { ReleasedLocks } from './released-locks.js';
-import { TIMED_OUT, withTimeout } from './timeout.js';
+import { shutdownGuard } from './shutdown.js';
 import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
 import type { RunResult } from './run-result.js';
 
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
 const RETENTION_MAX_BATCHES = 10;
-/**
- * How long shutdown waits past its timeout for what it does then: the cancelled acquires' answers
- * (and the give-back of a take that committed first), then the pool's end. Each step waits at most
- * this long, so shutdown resolves within its timeout plus twice this.
- */
-const SHUTDOWN_GRACE_MS = 1_000;
 /** What a connection warm-up sends on each connection. */
 const SELECT_ONE = CompiledQuery.raw('SELECT 1');
 
 /** Options of `guard.shutdown`. */
 export interface ShutdownOptions {
-  /** How long to wait for runs in flight to finish and release. @default '30s' */
+  /**
+   * How long to wait for runs in flight to finish and release. Shutdown resolves within this plus
+   * about 2 s whatever the database does; a bad value rejects with a `TypeError`. @default '30s'
+   */
   timeout?: DurationInput;
 }
 
@@ -289,41 +286,16 @@ export class Guard {
   }
 
   async #stop(timeoutMs: number): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
-    const { logger } = this.#options;
     this.#closed = true;
-    this.#warmUp.stop();
-    // node-cron's background tasks stop asynchronously: they count against the timeout too.
-    await withTimeout(Promise.all([...this.#tasks].map((task) => task.stop())), timeoutMs);
-    this.#tasks.clear();
-    for (const execution of this.#environment.running) execution.abort(shutdownReason(execution.name));
-    let pending = await this.#inFlight.drain(deadline - performance.now());
-    if (pending > 0 && this.#environment.store.cancelAcquires !== undefined) {
-      // An acquire still waiting on the server would hold a pooled connection, so ending the pool
-      // would wait for it, and it could still commit a take once the pool is gone. Cancelled, it
-      // rolls back at once; one that committed first answers 'acquired' and is given back by the
-      // late-win path, which is in flight too: both settle within the grace below.
-      await withTimeout(
-        this.#environment.store.cancelAcquires().catch((error: unknown) => {
-          logger.warn(`Shutdown: cancelling the acquires still in flight failed: ${messageOf(error)}`);
-        }),
-        SHUTDOWN_GRACE_MS,
-      );
-      pending = await this.#inFlight.drain(SHUTDOWN_GRACE_MS);
-    }
-    if (pending > 0) {
-      logger.warn(`Shutdown: ${pending} run(s) or acquire(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`);
-    }
-    // Ending a pool waits for its checked-out connections (node-postgres, mysql2): a statement
-    // still waiting on the server must not hold shutdown past its bound. The pool then ends in
-    // the background, once that statement is cut (at acquireTimeout by the server's lock wait
-    // bound) or answers.
-    const closing = this.#closeDatabase().catch((error: unknown) => {
-      logger.warn(`Shutdown: closing the database failed: ${messageOf(error)}`);
+    await shutdownGuard({
+      timeoutMs,
+      logger: this.#options.logger,
+      tasks: this.#tasks,
+      warmUp: this.#warmUp,
+      environment: this.#environment,
+      inFlight: this.#inFlight,
+      closeDatabase: this.#closeDatabase,
     });
-    if ((await withTimeout(closing, Math.max(deadline - performance.now(), 0) + SHUTDOWN_GRACE_MS)) === TIMED_OUT) {
-      logger.warn('Shutdown: the pool is still closing (a statement is still waiting on the server); it ends in the background');
-    }
   }
 
   /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
