@@ -34,10 +34,13 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
     // the server from LockStoreSettings.acquireTimeoutMs (innodb_lock_wait_timeout); without them
     // shutdown does resolve in time, but the acquire left waiting commits its take once the row is
     // free, with the pool gone.
-    it.skipIf(target.name !== 'postgres')(
-      'resolves within its timeout while an acquire waits on a row lock, and that acquire takes nothing',
-      async () => {
-        const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: '10s' });
+    it.skipIf(target.name !== 'postgres').each(['a URL', 'a pg Pool passed in'])(
+      'resolves within its timeout while an acquire waits on a row lock, and that acquire takes nothing (%s)',
+      async (kind) => {
+        const { url, prefix } = await migratedGuard(target);
+        const pool = kind === 'a URL' ? undefined : new pg.Pool({ connectionString: url });
+        const options = { acquireTimeout: '10s' };
+        const guard = pool === undefined ? guardOn(url, prefix, options).guard : createGuard({ database: pool, tablePrefix: prefix, logger: recordingLogger(), ...options });
         const job = { name: 'waiting-at-shutdown', lockAtMostFor: '1m' };
         await guard.run(job, () => 1);
         const holder = await holdLockRows(target, url, prefix);
@@ -63,6 +66,7 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
         } finally {
           clearTimeout(letGo);
           await holder.close().catch(() => undefined);
+          await pool?.end();
         }
       },
       20_000,
@@ -96,6 +100,11 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
         }
       },
     );
+
+    it.skipIf(target.name !== 'postgres')('takes a lock with an acquireTimeout beyond the range of lock_timeout', async () => {
+      const { guard } = await migratedGuard(target, { acquireTimeout: '30d' });
+      expect(await guard.run({ name: 'long-bound', lockAtMostFor: '1m' }, () => 1)).toEqual({ executed: true, value: 1 });
+    });
 
     it.skipIf(target.name !== 'postgres')('close() ends the pool it opened even when no Kysely query ran on it', async () => {
       const { url, prefix } = await migratedGuard(target);
