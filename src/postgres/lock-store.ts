@@ -4,6 +4,7 @@ import { statementRunner } from './statement-runner.js';
 import { quotedTable } from '../database/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
+import { MAX_TIMER_MS } from '../guard/timeout.js';
 
 /**
  * The PostgreSQL lock statements, built once per guard. A loss costs one read (the probe); a win
@@ -137,11 +138,13 @@ RETURNING 1 AS taken`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
 
+  // lock_timeout in whole ms, from 1 (0 would turn the bound off) to its maximum, 2^31 - 1.
+  const lockTimeout = String(Math.min(Math.max(Math.ceil(acquireTimeoutMs), 1), MAX_TIMER_MS));
   const acquireOutcome = async (parameters: unknown[]): Promise<AcquireOutcome> =>
     (await query<{ outcome: AcquireOutcome }>(acquireSql, parameters, { cancellable: true }))[0]?.outcome ?? 'locked';
 
   const acquireOnce = async (job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> => {
-    const parameters = [job.name, job.lockAtMostForMs, lockedBy, token, slot, String(Math.ceil(acquireTimeoutMs))];
+    const parameters = [job.name, job.lockAtMostForMs, lockedBy, token, slot, lockTimeout];
     if (expectFree) {
       if (history) return acquireOutcome(parameters);
       if ((await query(takeSql, parameters, { cancellable: true })).length === 1) return 'acquired';
