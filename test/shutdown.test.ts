@@ -57,7 +57,7 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
           await guard.shutdown({ timeout: '1s' });
           expect(performance.now() - started).toBeLessThan(1_000 + 3_000);
           await commit();
-          expect(await waiting).toMatchObject({ executed: false, reason: 'error' });
+          expect(await waiting).toMatchObject({ executed: false, reason: 'error', error: { code: 'GUARD_CLOSED' } });
           // The row is free for the other replicas once the holder let go: the cut acquire took nothing.
           await sleep(300);
           expect(ran).toBe(false);
