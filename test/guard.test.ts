@@ -144,13 +144,17 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       expect(waited).toBeGreaterThanOrEqual(290);
       expect(waited).toBeLessThan(2_000);
       // The acquire went through once the row was free: the guard gave that lock straight back.
+      // On PostgreSQL the server cuts the take's wait at acquireTimeout too (test/shutdown.test.ts),
+      // so it never wins late: the next run finds the lock free all the same.
       const other = guardOn(url, prefix).guard;
       await expect.poll(async () => (await other.run({ name: 'hung', lockAtMostFor: '1m' }, () => 'next')).executed).toBe(true);
       const statuses = (await other.history({ job: 'hung' })).runs.map((run) => [run.status, run.error]);
-      expect(statuses).toContainEqual(['failed', 'not run: the acquire answered after acquireTimeout']);
+      if (target.name !== 'postgres') expect(statuses).toContainEqual(['failed', 'not run: the acquire answered after acquireTimeout']);
     });
 
-    it.skipIf(target.name === 'sqlite')('waits at shutdown for an acquire that outlived acquireTimeout, and gives back its late win', async () => {
+    // PostgreSQL: the server cuts the take at acquireTimeout, and shutdown cancels one still
+    // waiting (test/shutdown.test.ts), so no acquire outlives acquireTimeout there.
+    it.skipIf(target.name !== 'mysql')('waits at shutdown for an acquire that outlived acquireTimeout, and gives back its late win', async () => {
       const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 300 });
       const job = { name: 'hung-at-shutdown', lockAtMostFor: '1m' };
       await guard.run(job, () => 1);

@@ -59,6 +59,11 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
   try {
     outcome = await statementAnswer(environment.store, acquiring, environment.statementTimeoutMs);
   } catch (cause) {
+    if (environment.isStopping()) {
+      // Shutdown cancelled it on the server (LockStore.cancelAcquires) once its timeout passed.
+      const message = `The guard shut down while job "${job.name}" was taking its lock, so the run was skipped`;
+      return failed(environment, job, slot, new GuardError('GUARD_CLOSED', message, { cause, job: job.name }));
+    }
     return failed(environment, job, slot, acquireError(environment.dialect, job, cause));
   }
   if (outcome === TIMED_OUT) {

@@ -16,10 +16,11 @@ import { parseDuration, type DurationInput } from './duration.js';
 import { GuardError, messageOf } from './errors.js';
 import type { ExecuteEnvironment } from './environment.js';
 import { GuardEvents, type GuardEventMap, type GuardEventName } from './events.js';
-import { execute, shutdownReason, type JobFunction } from './execute.js';
+import { execute, type JobFunction } from './execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
 import { InFlight } from './in-flight.js';
 import { ReleasedLocks } from './released-locks.js';
+import { shutdownGuard } from './shutdown.js';
 import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
 import type { RunResult } from './run-result.js';
 
@@ -31,7 +32,10 @@ const SELECT_ONE = CompiledQuery.raw('SELECT 1');
 
 /** Options of `guard.shutdown`. */
 export interface ShutdownOptions {
-  /** How long to wait for runs in flight to finish and release. @default '30s' */
+  /**
+   * How long to wait for runs in flight to finish and release. Shutdown resolves within this plus
+   * about 2 s whatever the database does; a bad value rejects with a `TypeError`. @default '30s'
+   */
   timeout?: DurationInput;
 }
 
@@ -95,6 +99,7 @@ export class Guard {
       store: dialect.createLockStore(opened.db, tables, {
         native: resolved.preparedStatements ? opened.native : undefined,
         history: resolved.history,
+        acquireTimeoutMs: resolved.acquireTimeoutMs,
       }),
       dialect,
       lockedBy: resolved.lockedBy,
@@ -197,12 +202,12 @@ export class Guard {
 
   /** Runs from the history, newest first, with a cursor for the next page. */
   history(query?: HistoryQuery): Promise<HistoryPage> {
-    return this.#reading(() => this.#readHistory(query));
+    return this.#reading(() => this.#readHistory(query), 'history');
   }
 
   /** Every lock row with its holder, `held` or `free`, and the time left, on the database's clock. */
   locks(): Promise<LockRecord[]> {
-    return this.#reading(() => this.#lockReader.list());
+    return this.#reading(() => this.#lockReader.list(), 'locks');
   }
 
   /**
@@ -211,7 +216,7 @@ export class Guard {
    */
   async unlock(name: string): Promise<boolean> {
     const job = validateJobName(name);
-    return this.#reading(() => this.#lockReader.unlock(job));
+    return this.#reading(() => this.#lockReader.unlock(job), 'unlock');
   }
 
   /**
@@ -227,20 +232,21 @@ export class Guard {
         diagnoses.push(diagnoseJob(lock.name, runs, now));
       }
       return diagnoses;
-    });
+    }, 'doctor');
   }
 
   /**
    * Deletes history rows that started before `olderThan` (a Date, or a duration meaning that long
    * ago), keeping each job's newest run and every `running` row. Returns how many went.
    */
-  prune(olderThan: Date | DurationInput): Promise<number> {
+  async prune(olderThan: Date | DurationInput): Promise<number> {
     const cutoff = pointInTime(olderThan, 'olderThan');
-    return this.#reading(() => this.#prune(cutoff));
+    return this.#reading(() => this.#prune(cutoff), 'prune');
   }
 
   /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */
   async migrate(): Promise<void> {
+    this.#assertOpen('migrate');
     await runMigrations(this.#db, this.#environment.dialect, this.#options.tables);
   }
 
@@ -250,9 +256,22 @@ export class Guard {
    * their locks (keeping lockAtLeastFor) and finish their history rows; then ends the pool the
    * guard opened (never one you passed in). A run still going after `timeout` keeps its lock until
    * lockAtMostFor: releasing it while it runs would let the next run overlap it.
+   *
+   * Resolves within `timeout` plus about two seconds, whatever the database does. An acquire still
+   * waiting on the server at `timeout` (a row lock held by another session) is cancelled there
+   * (PostgreSQL: `pg_cancel_backend`), so it rolls back and takes nothing; one that won before the
+   * cancel reached it is given back. The server also cuts every acquire's lock wait at
+   * `acquireTimeout` by itself, so a process that exits meanwhile cannot leave a late take behind
+   * for longer than that. A bad `timeout` rejects with a `TypeError`.
    */
   shutdown(options: ShutdownOptions = {}): Promise<void> {
-    const timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, { option: 'timeout', job: undefined });
+    let timeoutMs: number;
+    try {
+      timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, { option: 'timeout', job: undefined });
+    } catch (error) {
+      // A method that returns a promise reports through it, never by throwing.
+      return Promise.reject(error as Error);
+    }
     // Once: a second call (SIGTERM then SIGINT, or close after shutdown) waits for the first.
     this.#shutdown ??= this.#stop(timeoutMs);
     return this.#shutdown;
@@ -268,17 +287,15 @@ export class Guard {
 
   async #stop(timeoutMs: number): Promise<void> {
     this.#closed = true;
-    this.#warmUp.stop();
-    await Promise.all([...this.#tasks].map((task) => task.stop()));
-    this.#tasks.clear();
-    for (const execution of this.#environment.running) execution.abort(shutdownReason(execution.name));
-    const pending = await this.#inFlight.drain(timeoutMs);
-    if (pending > 0) {
-      this.#options.logger.warn(
-        `Shutdown: ${pending} run(s) or acquire(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`,
-      );
-    }
-    await this.#closeDatabase();
+    await shutdownGuard({
+      timeoutMs,
+      logger: this.#options.logger,
+      tasks: this.#tasks,
+      warmUp: this.#warmUp,
+      environment: this.#environment,
+      inFlight: this.#inFlight,
+      closeDatabase: this.#closeDatabase,
+    });
   }
 
   /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
@@ -291,8 +308,17 @@ export class Guard {
     });
   }
 
-  /** Turns "no such table" into a GuardError that says to migrate. */
-  async #reading<T>(read: () => Promise<T>): Promise<T> {
+  /**
+   * After shutdown the pool is ended (or ending): a GuardError that says so, rather than whatever
+   * the driver says about a destroyed pool.
+   */
+  #assertOpen(method: string): void {
+    if (this.#closed) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
+  }
+
+  /** Turns "no such table" into a GuardError that says to migrate; refuses once the guard is shut down. */
+  async #reading<T>(read: () => Promise<T>, method: string): Promise<T> {
+    this.#assertOpen(method);
     try {
       return await read();
     } catch (cause) {

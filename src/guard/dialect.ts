@@ -76,6 +76,14 @@ export interface LockStore {
   extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean>;
   /** Records a `skipped` history row (the `recordSkips` option). */
   recordSkip(job: ResolvedJob, request: AcquireRequest): Promise<void>;
+  /**
+   * Cancels, on the server, every acquire statement of this store still running (shutdown calls
+   * it once its timeout has passed). A cancelled statement rolls back: it takes nothing, and its
+   * `acquire` rejects at once. One that committed before the cancel reached it answers as usual
+   * (the guard gives a late win back). Without it, shutdown can only wait for such a statement
+   * (up to its grace) or leave it to the server's own bound (`LockStoreSettings.acquireTimeoutMs`).
+   */
+  cancelAcquires?(): Promise<void>;
 }
 
 /** Column types the migrations use; the plain SQL files under migrations/sql spell the same. */
@@ -158,11 +166,24 @@ export interface LockStoreSettings {
   readonly native: unknown;
   /** Whether a win starts and finishes a run row (the `history` option); without, only the lock row is written. */
   readonly history: boolean;
+  /**
+   * The guard's acquireTimeout: the longest an acquire statement may wait for a lock *on the
+   * server* (PostgreSQL: `lock_timeout`, set inside the acquire statement itself). The client gives
+   * up after that long anyway; bounding the server too means that a statement whose client gave up,
+   * shut down or exited can never commit a take afterwards that nobody gives back. Set it on every
+   * pool kind (a URL, a pool or a Kysely passed in); a wait cut there is a lock wait timeout
+   * (`Dialect.isLockWaitTimeout`), so the run is skipped with ACQUIRE_TIMEOUT.
+   */
+  readonly acquireTimeoutMs: number;
 }
 
 /** What a dialect needs from the guard's options to open a pool of its own. */
 export interface OpenSettings {
   readonly logger: Logger;
-  /** SQLite: the busy timeout, so that a write lock held elsewhere cannot hold an acquire longer. */
+  /**
+   * The guard's acquireTimeout, for a server-side bound that belongs to the connection rather than
+   * to the statement (SQLite: the busy timeout, so that a write lock held elsewhere cannot hold an
+   * acquire longer). See `LockStoreSettings.acquireTimeoutMs` for the bound every pool kind gets.
+   */
   readonly acquireTimeoutMs: number;
 }

@@ -25,7 +25,13 @@ export interface GuardOptions {
   recordSkips?: boolean;
   /** Deletes history rows older than this as the guard runs, at most once an hour per process, keeping each job's newest. @default keep everything */
   historyRetention?: DurationInput;
-  /** The longest an acquire (or a release) may take; a slower acquire skips the run with `ACQUIRE_TIMEOUT` rather than piling up. @default '5s' */
+  /**
+   * The longest an acquire (or a release) may take; a slower acquire skips the run with
+   * `ACQUIRE_TIMEOUT` rather than piling up. Bounds the server too: on PostgreSQL the take cannot
+   * wait for a row lock longer than this (`lock_timeout`, set inside the statement, on every pool
+   * kind), so a take whose process gave up, shut down or exited never commits later; SQLite's busy
+   * timeout is this on a file the guard opens. @default '5s'
+   */
   acquireTimeout?: DurationInput;
   /** Reports spans and metrics to OpenTelemetry when `@opentelemetry/api` is installed. @default true */
   telemetry?: boolean;

@@ -16,8 +16,8 @@ export function isPostgresPool(value: object): value is PostgresPoolLike {
   return 'totalCount' in value && 'idleCount' in value && typeof (value as { connect?: unknown }).connect === 'function';
 }
 
-/** A pool the guard owns, from a `postgres://` URL. */
-export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: unknown } {
+/** A pool the guard owns, from a `postgres://` URL; `close` ends it whether or not Kysely ever used it. */
+export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: unknown; close: () => Promise<void> } {
   const { Pool } = loadDriver('pg', 'a postgres:// database') as typeof pg;
   const pool = new Pool({
     connectionString: url,
@@ -37,7 +37,32 @@ export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysel
   });
   // An idle client that loses its server emits 'error' on the pool; unheard, it crashes the process.
   pool.on('error', (error) => logger.error(`PostgreSQL pool error: ${error.message}`));
-  return { db: new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) }), native: pool };
+  const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+  // Kysely ends the pool only if a query went through it (its driver initialises lazily), and the
+  // lock statements use the pool directly: a guard that never migrated would leave it open.
+  const close = async (): Promise<void> => {
+    await db.destroy();
+    if (!pool.ending) await pool.end();
+  };
+  return { db, native: pool, close };
+}
+
+/**
+ * Cancels the statements the server processes `pids` are running (each rolls back), over a
+ * connection of its own: the pool's may all be taken by the very statements to cancel. A role may
+ * cancel its own sessions' statements (pg_cancel_backend); the connection's user is the pool's.
+ */
+export async function cancelPostgresBackends(pool: PostgresPoolLike, pids: number[]): Promise<void> {
+  const { Client } = loadDriver('pg', 'a postgres:// database') as typeof pg;
+  const client = new Client((pool as { options?: pg.ClientConfig }).options);
+  // A server that drops this connection must not crash the process through an unheard 'error'.
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query('SELECT pg_cancel_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+  } finally {
+    await client.end();
+  }
 }
 
 /** Wraps the user's pool; the guard never ends it. */

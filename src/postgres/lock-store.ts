@@ -1,9 +1,10 @@
-import { createHash } from 'node:crypto';
-import { CompiledQuery, type Kysely } from 'kysely';
-import { isPostgresPool } from './connection.js';
+import type { Kysely } from 'kysely';
+import { isPostgresSerializationFailure as isSerializationFailure } from './schema.js';
+import { statementRunner } from './statement-runner.js';
 import { quotedTable } from '../database/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
+import { MAX_TIMER_MS } from '../guard/timeout.js';
 
 /**
  * The PostgreSQL lock statements, built once per guard. A loss costs one read (the probe); a win
@@ -13,11 +14,25 @@ import type { ResolvedJob } from '../guard/job-options.js';
  * statement are left out, and such a guard takes the row with a plain UPDATE (a loss is then that
  * UPDATE, matching nothing, and the probe).
  */
-export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames, { native, history }: LockStoreSettings): LockStore {
-  const query = statementRunner(db, native);
+export function createPostgresLockStore(
+  db: Kysely<unknown>,
+  tables: TableNames,
+  { native, history, acquireTimeoutMs }: LockStoreSettings,
+): LockStore {
+  const { query, cancelAcquires } = statementRunner(db, native);
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
   const lockUntil = `now() + $2::double precision * interval '1 millisecond'`;
+  // The server-side bound of a take: lock_timeout ($6, acquireTimeout in ms), set by the statement
+  // itself for its own transaction only (set_config's `true`; in autocommit that is this
+  // statement). An uncorrelated scalar subquery is evaluated once, before the scan (a one-time
+  // filter), so it is in force before the UPDATE waits for a row lock or the INSERT for another's
+  // key. Cut there, the statement rolls back and takes nothing (55P03): a take whose client gave up
+  // (acquireTimeout), shut down or exited never commits later with nobody to give it back. In the
+  // statement rather than on the connection: it costs no round trip, it holds on a pool or Kysely
+  // passed in and behind PgBouncer (which refuses unknown startup parameters), and it leaves the
+  // guard's other statements alone (the migrator's advisory lock may rightly wait longer).
+  const boundWait = `(SELECT set_config('lock_timeout', $6::text, true)) IS NOT NULL`;
 
   // Acquire: a conditional UPDATE, then an INSERT … ON CONFLICT DO NOTHING that runs only when the
   // UPDATE took nothing. Not `INSERT … ON CONFLICT DO UPDATE … WHERE`: that form locks the
@@ -51,7 +66,7 @@ export function createPostgresLockStore(db: Kysely<unknown>, tables: TableNames,
   UPDATE ${locks}
      SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
          last_slot = COALESCE($5, last_slot)
-   WHERE name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
+   WHERE ${boundWait} AND name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
   RETURNING lock_until, previous_token
 ), inserted AS (
   INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
@@ -82,7 +97,7 @@ SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
   const takeSql = `UPDATE ${locks}
    SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
        last_slot = COALESCE($5, last_slot)
- WHERE name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
+ WHERE ${boundWait} AND name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
 RETURNING 1 AS taken`;
 
   // Release: matched by the execution's token, never by locked_by (two processes on one host
@@ -123,22 +138,45 @@ RETURNING 1 AS taken`;
   const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
 
+  // lock_timeout in whole ms, from 1 (0 would turn the bound off) to its maximum, 2^31 - 1.
+  const lockTimeout = String(Math.min(Math.max(Math.ceil(acquireTimeoutMs), 1), MAX_TIMER_MS));
   const acquireOutcome = async (parameters: unknown[]): Promise<AcquireOutcome> =>
-    (await query<{ outcome: AcquireOutcome }>(acquireSql, parameters))[0]?.outcome ?? 'locked';
+    (await query<{ outcome: AcquireOutcome }>(acquireSql, parameters, { cancellable: true }))[0]?.outcome ?? 'locked';
+
+  const acquireOnce = async (job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> => {
+    const parameters = [job.name, job.lockAtMostForMs, lockedBy, token, slot, lockTimeout];
+    if (expectFree) {
+      if (history) return acquireOutcome(parameters);
+      if ((await query(takeSql, parameters, { cancellable: true })).length === 1) return 'acquired';
+      // The take lost: the probe says why, and a row it finds free (taken and released
+      // meanwhile, or deleted by hand) goes through the full acquire.
+    }
+    const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot], { cancellable: true });
+    if (probe !== undefined && probe.state !== 'free') return probe.state;
+    return acquireOutcome(parameters);
+  };
 
   return {
     synchronous: false,
-    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
-      const parameters = [job.name, job.lockAtMostForMs, lockedBy, token, slot];
-      if (expectFree) {
-        if (history) return acquireOutcome(parameters);
-        if ((await query(takeSql, parameters)).length === 1) return 'acquired';
-        // The take lost: the probe says why, and a row it finds free (taken and released
-        // meanwhile, or deleted by hand) goes through the full acquire.
+    async acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome> {
+      try {
+        return await acquireOnce(job, request);
+      } catch (error) {
+        if (!isSerializationFailure(error)) throw error;
       }
-      const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot]);
-      if (probe !== undefined && probe.state !== 'free') return probe.state;
-      return acquireOutcome(parameters);
+      // A serialization failure (40001) only comes from a server or role whose
+      // default_transaction_isolation is repeatable read or serializable: there a take that waited
+      // for another's row or key fails rather than re-checking it as READ COMMITTED does. It rolled
+      // back, so trying again is safe, and a fresh statement sees the committed winner and loses
+      // cleanly ('locked' or 'slot-done'). Under serializable a failure can also be a false
+      // positive (predicate locks on a shared index page), which the second attempt wins. A second
+      // failure in a row is a loss too: some other execution is writing this row right now.
+      try {
+        return await acquireOnce(job, request);
+      } catch (error) {
+        if (isSerializationFailure(error)) return 'locked';
+        throw error;
+      }
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       // Without history, $4 and $5 are not in the statement, and PostgreSQL cannot type a parameter it never sees.
@@ -153,27 +191,6 @@ VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
       await query(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs, slot]);
     },
+    ...(cancelAcquires === undefined ? {} : { cancelAcquires }),
   };
-}
-
-/**
- * Runs a lock statement. Through node-postgres's own pool when the guard has it, as a named
- * prepared statement: each connection parses and plans the statement once, and then only binds
- * and executes it (the acquire is a five-part statement whose planning would otherwise dominate a
- * losing attempt). Through Kysely otherwise (a Kysely instance passed in).
- */
-function statementRunner(db: Kysely<unknown>, native: unknown): <Row>(text: string, values: unknown[]) => Promise<Row[]> {
-  if (typeof native === 'object' && native !== null && isPostgresPool(native)) {
-    const pool = native as unknown as { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }> };
-    const names = new Map<string, string>();
-    return async <Row>(text: string, values: unknown[]) => {
-      let name = names.get(text);
-      if (name === undefined) {
-        name = `cronguard_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-        names.set(text, name);
-      }
-      return (await pool.query({ name, text, values })).rows as Row[];
-    };
-  }
-  return async <Row>(text: string, values: unknown[]) => (await db.executeQuery<Row>(CompiledQuery.raw(text, values))).rows as Row[];
 }

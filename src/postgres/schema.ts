@@ -32,3 +32,12 @@ export function isPostgresLockWaitTimeout(error: unknown): boolean {
 export function isPostgresMissingTable(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '42P01';
 }
+
+/**
+ * serialization_failure: under repeatable read or serializable (a server or role default), a
+ * statement that met a row another transaction changed since its snapshot, or a serializable
+ * conflict. The statement rolled back.
+ */
+export function isPostgresSerializationFailure(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '40001';
+}
