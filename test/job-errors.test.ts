@@ -195,6 +195,27 @@ describe.each(dialectTargets())('job errors on $name', (target) => {
       }
     });
 
+    it('logs a scheduled job that stops on shutdown with its signal\'s reason as a warning, and records it cancelled', async () => {
+      const consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+      try {
+        const { guard, url, prefix, logger } = await migratedGuard(target);
+        let running = false;
+        guard.schedule('* * * * * *', { name: 'scheduled-stops', lockAtMostFor: '1m' }, async (ctx) => {
+          running = true;
+          await sleep(60_000, undefined, { signal: ctx.signal });
+        });
+        await expect.poll(() => running, { timeout: 10_000 }).toBe(true);
+        await guard.shutdown({ timeout: '10s' });
+        expect(logger.warnings).toContain('Job "scheduled-stops" stopped: The guard is shutting down: job "scheduled-stops" should stop');
+        expect(logger.errors).toEqual([]);
+        expect(consoleError.mock.calls).toEqual([]);
+        const [record] = (await guardOn(url, prefix).guard.history({ job: 'scheduled-stops' })).runs;
+        expect(record?.status).toBe('cancelled');
+      } finally {
+        consoleError.mockRestore();
+      }
+    });
+
     it('lets a process whose late release comes after shutdown exit at once (no retries against the closed pool)', async () => {
       const { url, prefix } = await migratedGuard(target);
       const worker = startWorker<LateReleaseMessage>('late-release-worker.ts', [url, prefix]);
