@@ -94,7 +94,14 @@ export class Guard {
     this.#options = resolved;
     this.dialect = dialect.name;
     this.#db = opened.db;
-    this.#closeDatabase = opened.close;
+    // Shutdown calls this once it has stopped waiting for work in flight: a late release is then
+    // not retried against a pool that is being ended.
+    const stopped = new AbortController();
+    this.#closeDatabase = () => {
+      stopped.abort();
+      return opened.close();
+    };
+    const events = new GuardEvents(resolved.logger);
     this.#environment = {
       store: dialect.createLockStore(opened.db, tables, {
         native: resolved.preparedStatements ? opened.native : undefined,
@@ -104,7 +111,7 @@ export class Guard {
       dialect,
       lockedBy: resolved.lockedBy,
       logger: resolved.logger,
-      events: new GuardEvents(resolved.logger),
+      events,
       recordSkips: resolved.recordSkips,
       running: new Set(),
       pendingAcquires: new Map(),
@@ -112,8 +119,9 @@ export class Guard {
       statementTimeoutMs: resolved.acquireTimeoutMs,
       inFlight: this.#inFlight,
       isStopping: () => this.#closed,
+      stopped: stopped.signal,
+      runContext: resolved.telemetry ? reportToOpenTelemetry(events) : undefined,
     };
-    if (resolved.telemetry) reportToOpenTelemetry(this.#environment.events);
     this.#readHistory = createHistoryReader(opened.db, dialect, tables);
     this.#lockReader = createLockReader(opened.db, dialect, tables);
     this.#prune = createPruner(opened.db, dialect, tables);
@@ -186,7 +194,12 @@ export class Guard {
       const job = resolveJob(options, this.#options.defaults).name;
       throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
     }
-    return scheduleJob({ ...this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm() }, expression, options, fn);
+    return scheduleJob(
+      { ...this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger },
+      expression,
+      options,
+      fn,
+    );
   }
 
   /**

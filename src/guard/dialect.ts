@@ -34,8 +34,12 @@ export type AcquireOutcome = 'acquired' | 'locked' | 'slot-done';
 
 /** How an execution ended, for its history row. */
 export interface RunOutcome {
-  readonly status: 'succeeded' | 'failed';
-  /** The job's error message, cut to 4 KB; null when it succeeded. */
+  /** `cancelled`: the job stopped because its signal aborted, rejecting with the signal's reason. */
+  readonly status: 'succeeded' | 'failed' | 'cancelled';
+  /**
+   * The job's error message (for `cancelled`, the signal's reason), storable on every dialect and
+   * cut to 4,096 characters (see error-text.ts); null when it succeeded.
+   */
   readonly error: string | null;
 }
 

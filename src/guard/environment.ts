@@ -6,6 +6,9 @@ import type { ResolvedJob } from './job-options.js';
 import type { Logger } from './logger.js';
 import type { ReleasedLocks } from './released-locks.js';
 
+/** Calls a job inside its run's context (its OpenTelemetry span), and returns what it returned. */
+export type RunContext = <T>(runId: string, job: () => T) => T;
+
 /** What one execution needs from its guard. */
 export interface ExecuteEnvironment {
   readonly store: LockStore;
@@ -31,6 +34,13 @@ export interface ExecuteEnvironment {
   readonly inFlight: InFlight;
   /** Whether the guard is shutting down: a job that starts now is told to stop at once. */
   isStopping(): boolean;
+  /**
+   * Aborts once shutdown has stopped waiting for work in flight and ends the guard's connections:
+   * a release that fails after that is not retried (nor waited for: the process may exit).
+   */
+  readonly stopped: AbortSignal;
+  /** Runs each job in its run's telemetry context; undefined without telemetry. */
+  readonly runContext: RunContext | undefined;
 }
 
 /** An execution that holds its job's lock, between `acquireLock` and `releaseLock`. */

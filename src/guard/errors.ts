@@ -26,7 +26,13 @@ export type GuardErrorCode =
   /** The reason of `ctx.signal` when an extend found the lock taken by another execution. */
   | 'LOCK_LOST'
   /** An extend of the lock failed (the database did not answer in time, or errored). */
-  | 'EXTEND_FAILED';
+  | 'EXTEND_FAILED'
+  /**
+   * The reason of `ctx.signal` once the execution has ended (its job returned or threw, and its
+   * lock is being or has been given back): for timers and promises the job left behind. Also what
+   * `assertLocked()` throws from them, as `NOT_LOCKED`.
+   */
+  | 'EXECUTION_ENDED';
 
 /**
  * A runtime failure of the guard itself (not of the job). The driver error, when there is one,
@@ -48,13 +54,35 @@ export class GuardError extends Error {
 /**
  * An error's message for a log line or a wrapping error. Node's refused connection to a host with
  * several addresses (localhost: ::1 and 127.0.0.1) is an AggregateError with an empty message:
- * then its first inner message, else its code.
+ * then its first inner message, else its code. Never throws, whatever it is given (a job can throw
+ * `Object.create(null)`, a revoked Proxy, an object whose `toString` or `message` getter throws).
  */
 export function messageOf(error: unknown): string {
+  try {
+    const message = plainMessageOf(error);
+    return typeof message === 'string' ? message : String(message);
+  } catch {
+    return unprintable(error);
+  }
+}
+
+function plainMessageOf(error: unknown): unknown {
   if (!(error instanceof Error)) return String(error);
   if (error.message !== '') return error.message;
   const inner = error instanceof AggregateError ? (error.errors as unknown[]).find((each) => each instanceof Error && each.message !== '') : undefined;
   if (inner instanceof Error) return inner.message;
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' ? code : error.name;
+}
+
+/** What can still be said of a value that cannot be turned into text. */
+function unprintable(value: unknown): string {
+  let kind: string = typeof value;
+  try {
+    // "[object Object]", "[object Error]"; throws for a revoked Proxy.
+    kind = Object.prototype.toString.call(value);
+  } catch {
+    // typeof it is.
+  }
+  return `(a thrown value that cannot be turned into text: ${kind})`;
 }

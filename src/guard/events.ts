@@ -13,6 +13,17 @@ export interface GuardEventMap {
   succeeded: [{ job: string; runId: string; durationMs: number }];
   /** A job threw (its own error, which `run` also rejects with). */
   failed: [{ job: string; runId: string; durationMs: number; error: unknown }];
+  /**
+   * A job stopped because its signal aborted: it rejected with the signal's `reason` (or an error
+   * whose `cause` chain holds it), which `run` also rejects with. Recorded `cancelled`, not `failed`.
+   */
+  cancelled: [{ job: string; runId: string; durationMs: number; reason: GuardError; error: unknown }];
+  /**
+   * A node-cron coordinator stopped waiting for a fire's completion, which never came within twice
+   * lockAtMostFor (its lock had long expired). Its history row stays `running` until the job's next
+   * run marks it `abandoned`.
+   */
+  abandoned: [{ job: string; runId: string; durationMs: number }];
   /** The lock was given back (`released: false`: it had been lost, see `lock-lost`). */
   released: [{ job: string; runId: string; released: boolean }];
   /** The lock was found taken by another execution, at an extend or at the release. */

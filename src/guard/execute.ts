@@ -1,6 +1,9 @@
 import { acquireLock, isHeld } from './acquire.js';
+import { isCancellation } from './cancellation.js';
 import { executionStorage } from './current-execution.js';
+import type { RunOutcome } from './dialect.js';
 import type { ExecuteEnvironment, HeldLock } from './environment.js';
+import { errorText, storableText } from './error-text.js';
 import { GuardError, messageOf } from './errors.js';
 import { Execution, type ExecutionContext, type ExecutionHooks } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
@@ -11,12 +14,10 @@ import { statementAnswer, TIMED_OUT } from './timeout.js';
 /** A job body. */
 export type JobFunction<T> = (context: ExecutionContext) => T | Promise<T>;
 
-/** The longest error message kept in the history, in characters. */
-const MAX_ERROR_LENGTH = 4_096;
-
 /**
- * One guarded execution: acquire, run, release. A job that throws rejects with its own error,
- * after the release. The guard's own failures never reject: see `acquireLock` and `releaseLock`.
+ * One guarded execution: acquire, run, release. A job that throws rejects with exactly what it
+ * threw, after the release, whatever that is (text no database stores, a value that cannot be
+ * turned into text). The guard's own failures never reject: see `acquireLock` and `releaseLock`.
  */
 export async function execute<T>(
   environment: ExecuteEnvironment,
@@ -30,20 +31,38 @@ export async function execute<T>(
   environment.running.add(execution);
   // Won while the guard began to shut down: the job is told to stop at once.
   if (environment.isStopping()) execution.abort(shutdownReason(job.name));
-  const { events } = environment;
+  const { events, runContext } = environment;
   let value: Awaited<T>;
   try {
-    value = await executionStorage.run(execution, () => fn(execution));
+    value = await executionStorage.run(execution, () => (runContext === undefined ? fn(execution) : runContext(execution.runId, () => fn(execution))));
   } catch (jobError) {
-    finish(environment, execution);
-    if (events.has('failed')) events.emit('failed', { job: job.name, runId: execution.runId, durationMs: elapsed(held), error: jobError });
-    await releaseLock(environment, held, { status: 'failed', error: errorText(jobError) }, execution.lockExpiresAt);
+    // Nothing here throws (the outcome and the events never do), so the release always comes.
+    const outcome = failure(environment, held, execution, jobError);
+    await releaseLock(environment, held, outcome, execution.lockExpiresAt);
     throw jobError;
   }
   finish(environment, execution);
   if (events.has('succeeded')) events.emit('succeeded', { job: job.name, runId: execution.runId, durationMs: elapsed(held) });
   await releaseLock(environment, held, SUCCEEDED, execution.lockExpiresAt);
   return { executed: true, value };
+}
+
+/**
+ * Ends an execution whose job threw: `cancelled` when it rejected with its signal's reason (see
+ * `isCancellation`), with that reason's message; else `failed` with its own. Never throws.
+ */
+function failure(environment: ExecuteEnvironment, held: HeldLock, execution: Execution, jobError: unknown): RunOutcome {
+  const reason = execution.abortReason;
+  const cancelled = isCancellation(jobError, reason);
+  finish(environment, execution);
+  const { events } = environment;
+  const payload = { job: held.job.name, runId: execution.runId, durationMs: elapsed(held), error: jobError };
+  if (cancelled && reason !== undefined) {
+    events.emit('cancelled', { ...payload, reason });
+    return { status: 'cancelled', error: storableText(reason.message) };
+  }
+  events.emit('failed', payload);
+  return { status: 'failed', error: errorText(jobError) };
 }
 
 function finish(environment: ExecuteEnvironment, execution: Execution): void {
@@ -85,10 +104,4 @@ function extendHooks(environment: ExecuteEnvironment, held: HeldLock): Execution
 /** The reason `ctx.signal` aborts with when the guard shuts down. */
 export function shutdownReason(job: string): GuardError {
   return new GuardError('SHUTDOWN', `The guard is shutting down: job "${job}" should stop`, { job });
-}
-
-/** The job's error as history keeps it: its message, cut to 4,096 characters. */
-export function errorText(error: unknown): string {
-  const text = messageOf(error);
-  return text.length <= MAX_ERROR_LENGTH ? text : Array.from(text).slice(0, MAX_ERROR_LENGTH).join('');
 }

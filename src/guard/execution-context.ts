@@ -16,7 +16,9 @@ export interface ExecutionContext {
    * Aborts before the lock can expire, with a `GuardError` as its reason: `DEADLINE` a stop margin
    * before the expiry, counted on the monotonic clock from just before the acquire (or the last
    * successful extend) was sent; `LOCK_LOST` when an extend finds the lock taken; `SHUTDOWN` when
-   * the guard shuts down. Long jobs should check it and stop.
+   * the guard shuts down; `EXECUTION_ENDED` once the job has returned or thrown (for timers and
+   * promises it left behind). Long jobs should check it and stop. A job that stops by rejecting with
+   * the reason (or an error whose `cause` chain holds it) is recorded `cancelled`, not `failed`.
    */
   readonly signal: AbortSignal;
   /** Local estimate of when the lock expires, on the monotonic clock (`performance.now()`). */
@@ -82,6 +84,9 @@ export class Execution implements ExecutionContext {
   #controller: AbortController | undefined;
   #timer: NodeJS.Timeout | undefined;
   #keepAliveTimer: NodeJS.Timeout | undefined;
+  /** The timers are stopped: the job has ended, or its lock was lost. */
+  #stopped = false;
+  /** The job returned or threw. */
   #ended = false;
   /** Set by `abort` before anyone read `signal`. */
   #abortedWith: GuardError | undefined;
@@ -112,13 +117,13 @@ export class Execution implements ExecutionContext {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
       if (this.#abortedWith !== undefined) this.#controller.abort(this.#abortedWith);
-      else if (!this.#ended) this.#arm();
+      else if (!this.#stopped) this.#arm();
     }
     return this.#controller.signal;
   }
 
   async extend(duration?: DurationInput): Promise<boolean> {
-    if (this.#ended) return false;
+    if (this.#stopped) return false;
     const durationMs = duration === undefined ? this.#job.lockAtMostForMs : parseDuration(duration, { option: 'duration', job: this.name });
     if (durationMs <= 0) {
       throw new TypeError(`Expected \`duration\` of job ${JSON.stringify(this.name)} to be a duration greater than 0, got ${describeValue(duration)}`);
@@ -126,7 +131,7 @@ export class Execution implements ExecutionContext {
     // The new expiry counts from before the extend is sent; a failed or late one moves nothing.
     const sentAt = performance.now();
     const outcome = await this.#hooks.extend(durationMs);
-    if (outcome === 'extended' && !this.#ended) {
+    if (outcome === 'extended' && !this.#stopped) {
       this.#lockExpiresAt = Math.max(this.#lockExpiresAt, sentAt + durationMs);
       if (this.#controller !== undefined && !this.#controller.signal.aborted) this.#arm();
       return true;
@@ -134,11 +139,11 @@ export class Execution implements ExecutionContext {
     // A 'lost' that answers after the job returned is not reported: the release, which clears the
     // token, may simply have come first (an un-awaited extend, or one waiting for a connection).
     // A lock really lost is then reported by the release itself.
-    if (outcome === 'lost' && !this.#ended) {
+    if (outcome === 'lost' && !this.#stopped) {
       this.#hooks.lost();
       this.abort(new GuardError('LOCK_LOST', `Job "${this.name}" lost its lock: another execution holds it now`, { job: this.name }));
       // Nothing left to keep alive.
-      this.end();
+      this.#stopTimers();
     }
     return false;
   }
@@ -148,14 +153,36 @@ export class Execution implements ExecutionContext {
    * returns: a job that takes a while to stop must not lose its lock meanwhile.
    */
   abort(reason: GuardError): void {
-    if (this.#controller === undefined) this.#abortedWith = reason;
+    // The first reason stays, as a signal aborts once.
+    if (this.#controller === undefined) this.#abortedWith ??= reason;
     else if (!this.#controller.signal.aborted) this.#controller.abort(reason);
     this.#disarm();
   }
 
-  /** Stops the timers once the job has returned. */
+  /** The reason the signal aborted with (or will, when first read); undefined while it has not. */
+  get abortReason(): GuardError | undefined {
+    if (this.#controller === undefined) return this.#abortedWith;
+    return this.#controller.signal.aborted ? (this.#controller.signal.reason as GuardError) : undefined;
+  }
+
+  /** Whether the job has returned or thrown: `currentExecution()` and `assertLocked()` then say so. */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /**
+   * The job returned or threw: stops the timers, and aborts the signal (`EXECUTION_ENDED`) unless it
+   * already aborted, for whatever the job left running. Listeners the job added run now.
+   */
   end(): void {
+    if (this.#ended) return;
     this.#ended = true;
+    this.#stopTimers();
+    this.abort(new GuardError('EXECUTION_ENDED', `The execution of job "${this.name}" has ended: its lock is given back`, { job: this.name }));
+  }
+
+  #stopTimers(): void {
+    this.#stopped = true;
     this.#disarm();
     clearTimeout(this.#keepAliveTimer);
     keptAlive.delete(this);
@@ -184,7 +211,7 @@ export class Execution implements ExecutionContext {
   #scheduleKeepAlive(delayMs: number): void {
     this.#keepAliveTimer = setTimeout(() => {
       this.extend().then((extended) => {
-        if (this.#ended) return;
+        if (this.#stopped) return;
         const interval = this.#job.keepAliveIntervalMs ?? delayMs;
         if (extended) this.#scheduleKeepAlive(interval);
         else if (performance.now() < this.#lockExpiresAt) this.#scheduleKeepAlive(Math.min(interval, KEEP_ALIVE_RETRY_MS));

@@ -14,16 +14,24 @@ const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
  * row means the lock was lost (a warning and a `lock-lost` event); a run that outlived its lock
  * is `overran` (a warning and an event). A failed release is retried with backoff while the lock
  * is still ours (`lockExpiresAt`, on the monotonic clock), then reported; the lock then expires by
- * itself at lockAtMostFor.
+ * itself at lockAtMostFor. Once shutdown has ended the guard's connections, a failed release is
+ * reported at once: no retry, and no timer keeping the process alive.
+ *
+ * The retries carry no error text: the text is made storable (error-text.ts), but a schema changed
+ * by hand (a shorter or non-UTF-8 `error` column, a trigger) can still refuse it, and what a job
+ * threw must never keep its lock held. The cost: after a failure that was not the text's fault (a
+ * dropped connection), the history row lacks the message, which the warning, the `failed` event
+ * and `run`'s rejection still carry.
  */
 export async function releaseLock(
   environment: ExecuteEnvironment,
   held: HeldLock,
-  outcome: RunOutcome,
+  firstOutcome: RunOutcome,
   lockExpiresAt: number,
 ): Promise<void> {
   const { job } = held;
   const runId = held.request.token;
+  let outcome = firstOutcome;
   for (let attempt = 0; ; attempt += 1) {
     try {
       const released = await statementAnswer(environment.store, environment.store.release(job, runId, outcome), environment.statementTimeoutMs);
@@ -40,13 +48,36 @@ export async function releaseLock(
       else if (performance.now() > lockExpiresAt) overran(environment, held);
       return;
     } catch (cause) {
+      if (environment.stopped.aborted) {
+        report(environment, held, `failed after shutdown ended the guard's connections; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
+        return;
+      }
       const backoff = RELEASE_BACKOFF_MS[attempt];
       if (backoff === undefined || performance.now() + backoff >= lockExpiresAt) {
         report(environment, held, `failed; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
         return;
       }
-      await sleep(backoff);
+      if (outcome.error !== null) {
+        environment.logger.warn(
+          `Releasing the lock of job "${job.name}" failed (${messageOf(cause)}); trying again without the job's error text, which its history row will lack`,
+        );
+        outcome = { status: outcome.status, error: null };
+      }
+      if (!(await pause(backoff, environment.stopped))) {
+        report(environment, held, `failed, and shutdown ended the guard's connections before it could be tried again; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
+        return;
+      }
     }
+  }
+}
+
+/** Waits `ms`, keeping the process alive meanwhile; false when `stopped` aborts first. */
+async function pause(ms: number, stopped: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(ms, undefined, { signal: stopped });
+    return true;
+  } catch {
+    return false;
   }
 }
 

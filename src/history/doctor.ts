@@ -7,6 +7,8 @@ export interface JobDiagnosis {
   readonly runs: number;
   readonly succeeded: number;
   readonly failed: number;
+  /** Runs that stopped because their signal aborted (shutdown, deadline, lock lost): not failures. */
+  readonly cancelled: number;
   readonly abandoned: number;
   readonly overran: number;
   /** `running` rows whose lock has expired: a crashed holder nobody has taken over from yet. */
@@ -70,6 +72,7 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
     runs: real.length,
     succeeded: count((run) => run.status === 'succeeded'),
     failed: count((run) => run.status === 'failed'),
+    cancelled: count((run) => run.status === 'cancelled'),
     abandoned: count((run) => run.status === 'abandoned'),
     overran: count((run) => run.overran),
     stuck: count((run) => run.status === 'running' && run.lockUntil !== null && run.lockUntil < now),

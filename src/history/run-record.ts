@@ -1,7 +1,12 @@
-/** Where a run stands. `abandoned`: its lock expired while it was `running` and another execution took over (its process died, or it overran and may still finish). `skipped`: recorded only with `recordSkips`. */
-export type RunStatus = 'running' | 'succeeded' | 'failed' | 'abandoned' | 'skipped';
+/**
+ * Where a run stands. `cancelled`: the job stopped because its signal aborted (shutdown, deadline,
+ * lock lost), rejecting with the signal's reason; not a failure. `abandoned`: its lock expired while
+ * it was `running` and another execution took over (its process died, or it overran and may still
+ * finish). `skipped`: recorded only with `recordSkips`.
+ */
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'cancelled' | 'abandoned' | 'skipped';
 
-export const RUN_STATUSES: readonly RunStatus[] = ['running', 'succeeded', 'failed', 'abandoned', 'skipped'];
+export const RUN_STATUSES: readonly RunStatus[] = ['running', 'succeeded', 'failed', 'cancelled', 'abandoned', 'skipped'];
 
 /** One row of `<prefix>runs`. Times are UTC instants from the database's clock. */
 export interface RunRecord {
@@ -20,7 +25,10 @@ export interface RunRecord {
   readonly lockUntil: Date | null;
   /** The run finished after its lock had expired: another execution may have overlapped it. */
   readonly overran: boolean;
-  /** The job's error message, cut to 4,096 characters. */
+  /**
+   * The job's error message (for a `cancelled` run, why its signal aborted), cut to 4,096
+   * characters, NUL and lone surrogates replaced by U+FFFD.
+   */
   readonly error: string | null;
 }
 

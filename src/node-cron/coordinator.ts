@@ -81,11 +81,16 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
     held.set(key, entry);
     // node-cron may never call onComplete (a task stopped during its random delay, a forked task
     // whose child died): once the lock has expired, shutdown stops waiting for it. The entry stays
-    // a while longer, so that a run that outlived its lock still releases and reports its overrun.
+    // a while longer, so that a run that outlived its lock still releases and reports its overrun;
+    // then it is forgotten, and said so (telemetry ends the run's span).
     const expiresAt = result.acquireSentAt + job.lockAtMostForMs;
     after(entry, expiresAt, () => {
       done();
-      after(entry, expiresAt + job.lockAtMostForMs, () => held.delete(key));
+      after(entry, expiresAt + job.lockAtMostForMs, () => {
+        held.delete(key);
+        const durationMs = Math.round(performance.now() - result.acquireSentAt);
+        environment.events.emit('abandoned', { job: job.name, runId: result.request.token, durationMs });
+      });
     });
     return result;
   }

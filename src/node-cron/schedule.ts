@@ -1,9 +1,14 @@
 import { IANAZone } from 'luxon';
 import { schedule as scheduleTask, validateDetailed, type ScheduledTask } from 'node-cron';
+import { isCancellation } from '../guard/cancellation.js';
 import { describeValue } from '../guard/describe-value.js';
 import type { ResolvedJobRunner } from '../guard/create-guard.js';
+import { messageOf, type GuardError } from '../guard/errors.js';
+import type { ExecutionContext } from '../guard/execution-context.js';
 import type { JobFunction } from '../guard/execute.js';
-import type { JobOptions } from '../guard/job-options.js';
+import type { JobOptions, ResolvedJob } from '../guard/job-options.js';
+import type { Logger } from '../guard/logger.js';
+import type { RunResult } from '../guard/run-result.js';
 
 /** A job to run on a cron schedule. */
 export interface ScheduleOptions extends JobOptions {
@@ -17,6 +22,8 @@ export interface ScheduleHost extends ResolvedJobRunner {
   readonly tasks: Set<ScheduledTask>;
   /** A task was added, started again or destroyed: its next fires changed. */
   tasksChanged(): void;
+  /** Where a scheduled job's error goes, since no caller awaits it. */
+  readonly logger: Logger;
 }
 
 /**
@@ -44,7 +51,7 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   // A run invoked by hand (task.execute()) has no slot: its date is just "now" on this replica.
   const task = scheduleTask(
     expression,
-    (context) => host.runResolved(job, fn, context.execution?.reason === 'invoked' ? null : context.date),
+    (context) => runScheduled(host, job, fn, context.execution?.reason === 'invoked' ? null : context.date),
     {
       name: job.name,
       ...(timezone === undefined ? {} : { timezone }),
@@ -59,4 +66,28 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   task.on('task:started', () => host.tasksChanged());
   host.tasksChanged();
   return task;
+}
+
+/**
+ * One fire: the run, whose job error goes to the guard's logger (the `failed` or `cancelled` event
+ * has the error itself). Never rejects: node-cron would print a rejection's stack on the console.
+ */
+async function runScheduled<T>(host: ScheduleHost, job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>> | undefined> {
+  let context: ExecutionContext | undefined;
+  try {
+    return await host.runResolved(
+      job,
+      (ctx) => {
+        context = ctx;
+        return fn(ctx);
+      },
+      slot,
+    );
+  } catch (error) {
+    // The signal's reason, when it aborted before the job ended (else EXECUTION_ENDED, which no job threw).
+    const reason = context?.signal.reason as GuardError | undefined;
+    if (isCancellation(error, reason)) host.logger.warn(`Job "${job.name}" stopped: ${messageOf(reason)}`);
+    else host.logger.error(`Job "${job.name}" failed: ${messageOf(error)}`);
+    return undefined;
+  }
 }

@@ -1,3 +1,5 @@
+import type { RunContext } from '../guard/environment.js';
+import { messageOf } from '../guard/errors.js';
 import type { GuardEvents } from '../guard/events.js';
 
 type OpenTelemetryApi = typeof import('@opentelemetry/api');
@@ -18,14 +20,19 @@ function loadApi(): Promise<OpenTelemetryApi | undefined> {
 
 const SCOPE = 'cronguard';
 
+type Outcome = 'succeeded' | 'failed' | 'cancelled' | 'abandoned';
+
 /**
  * Reports a guard's executions to OpenTelemetry, as a consumer of its events: a span per execution
- * (`cronguard.run`), and the metrics `cronguard.executions` (by outcome), `cronguard.execution.duration`
- * (ms), `cronguard.skips` (by reason), `cronguard.start_delay` (ms behind the slot), and
- * `cronguard.lock_lost` and `cronguard.overran`. Until the API has loaded (a microtask or two after
- * createGuard), executions are not reported.
+ * (`cronguard.run`), and the metrics `cronguard.executions` (by outcome: succeeded, failed,
+ * cancelled, abandoned), `cronguard.execution.duration` (ms), `cronguard.skips` (by reason),
+ * `cronguard.start_delay` (ms behind the slot), and `cronguard.lock_lost` and `cronguard.overran`.
+ * Returns how to run a job inside its span's context, so that the spans the job makes are its
+ * children. Until the API has loaded (a microtask or two after createGuard), executions are not
+ * reported.
  */
-export function reportToOpenTelemetry(events: GuardEvents): void {
+export function reportToOpenTelemetry(events: GuardEvents): RunContext {
+  let inSpan: RunContext | undefined;
   void loadApi().then((otel) => {
     if (otel === undefined) return;
     const meter = otel.metrics.getMeter(SCOPE);
@@ -48,22 +55,56 @@ export function reportToOpenTelemetry(events: GuardEvents): void {
       spans.set(runId, span);
       if (slot !== null) startDelay.record(Date.now() - slot.getTime(), { 'cronguard.job': job });
     });
-    const finish = (runId: string, job: string, outcome: 'succeeded' | 'failed', ms: number, error?: unknown): void => {
+    inSpan = (runId, job) => {
+      const span = spans.get(runId);
+      return span === undefined ? job() : otel.context.with(otel.trace.setSpan(otel.context.active(), span), job);
+    };
+    /** Counts the execution and ends its span (`mark` first sets its status), whatever `mark` does. */
+    const finish = (runId: string, job: string, outcome: Outcome, ms: number | undefined, mark?: (span: Span) => void): void => {
       executions.add(1, { 'cronguard.job': job, 'cronguard.outcome': outcome });
-      duration.record(ms, { 'cronguard.job': job, 'cronguard.outcome': outcome });
+      if (ms !== undefined) duration.record(ms, { 'cronguard.job': job, 'cronguard.outcome': outcome });
       const span = spans.get(runId);
       spans.delete(runId);
       if (span === undefined) return;
-      if (error !== undefined) {
-        span.recordException(error instanceof Error ? error : String(error));
-        span.setStatus({ code: otel.SpanStatusCode.ERROR });
+      try {
+        mark?.(span);
+      } finally {
+        span.end();
       }
-      span.end();
     };
     events.on('succeeded', ({ job, runId, durationMs }) => finish(runId, job, 'succeeded', durationMs));
-    events.on('failed', ({ job, runId, durationMs, error }) => finish(runId, job, 'failed', durationMs, error));
+    events.on('failed', ({ job, runId, durationMs, error }) =>
+      finish(runId, job, 'failed', durationMs, (span) => {
+        span.setStatus({ code: otel.SpanStatusCode.ERROR });
+        recordException(span, error);
+      }),
+    );
+    // Told to stop, and stopped: not an error.
+    events.on('cancelled', ({ job, runId, durationMs, reason }) =>
+      finish(runId, job, 'cancelled', durationMs, (span) => span.setAttribute('cronguard.cancelled_by', reason.code)),
+    );
+    // A coordinator fire whose completion never came: how long it ran is unknown.
+    events.on('abandoned', ({ job, runId }) =>
+      finish(runId, job, 'abandoned', undefined, (span) =>
+        span.setStatus({ code: otel.SpanStatusCode.ERROR, message: 'node-cron never reported the end of this run' }),
+      ),
+    );
     events.on('skipped', ({ job, reason }) => skips.add(1, { 'cronguard.job': job, 'cronguard.reason': reason }));
     events.on('lock-lost', ({ job }) => lockLost.add(1, { 'cronguard.job': job }));
     events.on('overran', ({ job }) => overran.add(1, { 'cronguard.job': job }));
   });
+  return (runId, job) => (inSpan === undefined ? job() : inSpan(runId, job));
+}
+
+/** Records what the job threw on its span: the error itself when the SDK can read it, else its text. */
+function recordException(span: Span, error: unknown): void {
+  try {
+    if (error instanceof Error) {
+      span.recordException(error);
+      return;
+    }
+  } catch {
+    // A revoked Proxy, or an error whose getters throw: its text below.
+  }
+  span.recordException(messageOf(error));
 }

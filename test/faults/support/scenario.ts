@@ -21,6 +21,7 @@ export const SCENARIOS = {
   'bad-input': '6. Bad input',
   'slow-database': '7. Slow database',
   'pool-exhaustion': '8. Pool exhaustion',
+  'hostile-job-errors': '9. Hostile job errors',
 } as const;
 export type ScenarioId = keyof typeof SCENARIOS;
 
