@@ -2,7 +2,7 @@
 // (test/fixtures/nest-app: CommonJS, experimentalDecorators, emitDecoratorMetadata, as Nest apps are
 // built), two replicas per dialect with an every-second job.
 import 'reflect-metadata';
-import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import type { LoggerService } from '@nestjs/common';
@@ -66,6 +66,16 @@ describe.each(dialectTargets())('CronguardModule on $name', (target) => {
         await app.close();
       }
     });
+  });
+});
+
+describe('the subpath', () => {
+  it("is the only part of the built package that imports @nestjs: 'cronguard' alone loads no Nest package", () => {
+    const built = join(repoRoot, 'dist', 'src');
+    const importers = readdirSync(built, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.js') && readFileSync(join(built, file), 'utf8').includes("from '@nestjs/"))
+      .sort();
+    expect(importers).toEqual([join('nestjs', 'cronguard-module.js'), join('nestjs', 'guarded-cron.js')]);
   });
 });
 
