@@ -1,6 +1,7 @@
 // The `cron` job option: a call made by someone else's scheduler claims the slot that expression
 // last fired at, so that decorated calls, guard.run calls and guard.schedule fires of one job share
 // the slot watermark.
+import cron from 'node-cron';
 import { describe, expect, it } from 'vitest';
 import { createGuard, guarded, type RunOptions } from '../src/index.js';
 import { EARLY_CALL_TOLERANCE_MS } from '../src/schedule-slot/cron-slots.js';
@@ -32,6 +33,18 @@ describe('the slot a call claims', () => {
     expect(everyFiveMinutes('2026-12-01T10:04:59.899Z')).toBe('2026-12-01T10:00:00.000Z');
     expect(everyFiveMinutes('2026-12-01T10:04:59.950Z')).toBe('2026-12-01T10:05:00.000Z');
     expect(everyFiveMinutes('2026-12-01T10:05:00.400Z')).toBe('2026-12-01T10:05:00.000Z');
+  });
+
+  it("leaves nothing in node-cron's task registry, and shares one matcher between calls of one expression", () => {
+    const before = cron.getTasks().size;
+    const guard = createGuard({ database: 'sqlite::memory:' });
+    const first = guard.resolveJob({ name: 'a', lockAtMostFor: '1m', cron: '13 * * * * *' }).cron;
+    const second = guard.resolveJob({ name: 'b', lockAtMostFor: '1m', cron: '13 * * * * *' }).cron;
+    const otherZone = guard.resolveJob({ name: 'c', lockAtMostFor: '1m', cron: '13 * * * * *', timezone: 'Asia/Tokyo' }).cron;
+    void guard.close();
+    expect(cron.getTasks().size).toBe(before);
+    expect(second).toBe(first);
+    expect(otherZone).not.toBe(first);
   });
 
   it('reads the expression in its time zone, going back as far as the last fire', () => {

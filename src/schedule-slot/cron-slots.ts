@@ -52,14 +52,28 @@ export function resolveCronSlots(cron: unknown, timezone: unknown, job: string):
       `Expected \`timezone\` of job ${JSON.stringify(job)} to be an IANA time zone like 'Europe/Paris', got ${describeValue(timezone)}`,
     );
   }
-  const slots = cronSlots(cron as string, timezone);
-  try {
-    slots.slotAt(new Date());
-  } catch {
-    throw new TypeError(`Expected \`cron\` of job ${JSON.stringify(job)} to fire at least once every 17 years, got ${describeValue(cron)}`);
+  const key = `${timezone ?? ''}\n${cron as string}`;
+  let slots = known.get(key);
+  if (slots === undefined) {
+    slots = cronSlots(cron as string, timezone);
+    try {
+      slots.slotAt(new Date());
+    } catch {
+      throw new TypeError(`Expected \`cron\` of job ${JSON.stringify(job)} to fire at least once every 17 years, got ${describeValue(cron)}`);
+    }
+    if (known.size >= MAX_KNOWN) known.clear();
+    known.set(key, slots);
   }
   return slots;
 }
+
+/**
+ * Slots by time zone and expression: `guard.run` resolves its options at every call, and a slot
+ * depends on nothing else, so calls share one matcher and its last answer. Bounded, for apps that
+ * build expressions on the fly.
+ */
+const known = new Map<string, CronSlots>();
+const MAX_KNOWN = 1_000;
 
 function cronSlots(expression: string, timezone: string | undefined): CronSlots {
   const matcher = nextFireOf(expression, timezone);
