@@ -8,6 +8,7 @@ export type { ExecutionContext } from './guard/execution-context.js';
 export { currentExecution, assertLocked } from './guard/current-execution.js';
 export type { JobFunction } from './guard/execute.js';
 export type { JobOptions, JobDefaults, RunOptions, ResolvedJob } from './guard/job-options.js';
+export type { CronSlots } from './schedule-slot/cron-slots.js';
 export type { DurationInput, LuxonDurationLike } from './guard/duration.js';
 export type { DialectName } from './guard/dialect.js';
 export type { Logger } from './guard/logger.js';

@@ -36,15 +36,17 @@ describe.each(modes)('$mode decorators, compiled by tsc and run by plain node', 
   let tscResult: ProcessResult;
   let nodeResult: ProcessResult | undefined;
   let report: Record<string, unknown> | undefined;
+  let orderResult: ProcessResult | undefined;
 
   beforeAll(async () => {
     assertBuilt();
     rmSync(join(dir, 'out'), { recursive: true, force: true });
-    tscResult = await runProcess(tsc, ['-p', join(dir, 'tsconfig.json')], repoRoot);
+    tscResult = await runProcess(tsc, ['-p', join(dir, 'tsconfig.json')], repoRoot, 170_000);
     if (tscResult.code !== 0) return;
     nodeResult = await runProcess(process.execPath, [compiled, join(sqliteDir, `${mode}.sqlite`)], repoRoot);
     if (nodeResult.code === 0) report = JSON.parse(nodeResult.stdout) as Record<string, unknown>;
-  }, 120_000);
+    orderResult = await runProcess(process.execPath, [join(dir, 'out', 'order.js'), join(sqliteDir, `${mode}-order.sqlite`)], repoRoot);
+  }, 180_000);
 
   /** The report, or a failure that shows what the fixture printed. */
   function theReport(): Record<string, unknown> {
@@ -142,8 +144,58 @@ describe.each(modes)('$mode decorators, compiled by tsc and run by plain node', 
     });
   });
 
-  it('logs nothing', () => {
-    expect(theReport()['logged']).toEqual([]);
+  it('warns once per decorated job that has neither `cron` nor lockAtLeastFor (guard.guarded when applied, guarded() at its first call)', () => {
+    const logged = theReport()['logged'] as string[];
+    expect(logged.map((line) => /^warn: Job "([^"]+)" is decorated without `cron` and with lockAtLeastFor 0: /.exec(line)?.[1])).toEqual([
+      'reports.cleanup',
+      'reports.context',
+      'greeter.greet',
+    ]);
+    expect(logged[0]).toContain("Set `cron` to the expression the scheduler fires it on (in NestJS, use @GuardedCron from 'cronguard/nestjs')");
+  });
+
+  describe('decorator order: @guarded above or below other decorators (real @nestjs/schedule, reflect-metadata)', () => {
+    function orderReport(): Record<string, unknown> {
+      expect(tscResult.code, describeResult('tsc', tscResult)).toBe(0);
+      expect(orderResult?.code, orderResult && describeResult('node out/order.js', orderResult)).toBe(0);
+      expect(orderResult?.stderr).toBe('');
+      return JSON.parse(orderResult?.stdout ?? '') as Record<string, unknown>;
+    }
+
+    it('Nest schedules @Cron and @Interval methods in both orders', () => {
+      const r = orderReport();
+      expect(r['mode']).toBe(mode);
+      expect(r['cronJobs']).toEqual(['cron-above-guarded', 'guarded-above-cron']);
+      expect(r['intervals']).toEqual(['guarded-above-interval', 'interval-above-guarded']);
+    });
+
+    it("keeps other decorators' reflect-metadata metadata (symbol and string keys) and own properties in both orders", () => {
+      expect(orderReport()['own']).toEqual({
+        guardedAboveOwn: { tag: 'below', stringKey: 'below!', mark: 'below' },
+        ownAboveGuarded: { tag: 'above', stringKey: 'above!', mark: 'above' },
+      });
+    });
+
+    it("keeps the method's name and length", () => {
+      expect(orderReport()['nameAndLength']).toEqual([
+        ['guardedAboveCron', 2],
+        ['cronAboveGuarded', 1],
+        ['guardedAboveOwn', 3],
+        ['ownAboveGuarded', 1],
+      ]);
+    });
+
+    it('the method Nest found is the guarded one: each call ran under its lock row', () => {
+      const r = orderReport();
+      expect(r['calls']).toEqual({ guardedAboveCron: 5, cronAboveGuarded: 7, guardedAboveOwn: 'abc' });
+      expect(r['locks']).toEqual(['order.cron-above-guarded', 'order.guarded-above-cron', 'order.guarded-above-own']);
+    });
+
+    if (mode === 'legacy') {
+      it('leaves emitDecoratorMetadata type metadata (on the prototype) as it was', () => {
+        expect(orderReport()['designParamTypes']).toEqual(['Number', 'Number']);
+      });
+    }
   });
 
   it('rejects at compile time a guarded method that is not async, or whose Promise cannot hold undefined', () => {

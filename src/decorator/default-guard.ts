@@ -32,7 +32,7 @@ export function guarded(options: JobOptions): GuardedDecorator {
     const runner = resolvedJobRunner(guard);
     let job = resolved.get(guard);
     if (job === undefined) {
-      job = runner.resolveJob(options);
+      job = runner.resolveDecoratedJob(options);
       resolved.set(guard, job);
     }
     return runner.runResolved(job, fn, null);

@@ -37,7 +37,7 @@ export function createGuardedDecorator(runner: GuardedRunner): GuardedDecorator 
       const result = await runner(async () => method.apply(this, args));
       return result.executed ? result.value : undefined;
     };
-    Object.defineProperty(wrapped, 'name', { value: method.name });
+    keepDecorations(method, wrapped);
     return wrapped;
   }
 
@@ -68,4 +68,43 @@ export function createGuardedDecorator(runner: GuardedRunner): GuardedDecorator 
 
 function isStandardContext(value: unknown): value is { kind: string } {
   return typeof value === 'object' && value !== null && typeof (value as { kind?: unknown }).kind === 'string';
+}
+
+/** Own properties of a function that every function has, and that the wrapper keeps its own of. */
+const FUNCTION_OWN = new Set<string | symbol>(['prototype', 'arguments', 'caller']);
+
+/** The part of the `reflect-metadata` API that copying needs; present at run time only if the app loaded it. */
+interface ReflectMetadataApi {
+  getOwnMetadataKeys(target: object): unknown[];
+  getOwnMetadata(key: unknown, target: object): unknown;
+  defineMetadata(key: unknown, value: unknown, target: object): void;
+}
+
+/**
+ * Gives the wrapper what other decorators put on the method, so that the decorator order does not
+ * matter: a decorator applied before this one (written below it) marked the original function,
+ * and a framework that reads the class later finds only the wrapper. `@nestjs/schedule`'s `@Cron`
+ * and every `SetMetadata`-based decorator store `reflect-metadata` metadata on the function
+ * itself; others set own properties. Both are copied, with `name` and `length`.
+ */
+function keepDecorations(method: AnyMethod, wrapped: AnyMethod): void {
+  for (const key of Reflect.ownKeys(method)) {
+    if (FUNCTION_OWN.has(key)) continue;
+    const descriptor = Object.getOwnPropertyDescriptor(method, key);
+    if (descriptor !== undefined) Object.defineProperty(wrapped, key, descriptor);
+  }
+  const metadata = reflectMetadataApi();
+  if (metadata === undefined) return;
+  for (const key of metadata.getOwnMetadataKeys(method)) {
+    metadata.defineMetadata(key, metadata.getOwnMetadata(key, method), wrapped);
+  }
+}
+
+/** `reflect-metadata`'s functions on the global `Reflect`, when the app imported it; never imported here. */
+function reflectMetadataApi(): ReflectMetadataApi | undefined {
+  const api = Reflect as unknown as Partial<ReflectMetadataApi>;
+  if (typeof api.getOwnMetadataKeys !== 'function' || typeof api.getOwnMetadata !== 'function' || typeof api.defineMetadata !== 'function') {
+    return undefined;
+  }
+  return api as ReflectMetadataApi;
 }

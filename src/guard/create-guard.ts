@@ -23,6 +23,7 @@ import { ReleasedLocks } from './released-locks.js';
 import { shutdownGuard } from './shutdown.js';
 import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
 import type { RunResult } from './run-result.js';
+import { UnslottedWarning } from '../schedule-slot/unslotted-warning.js';
 
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -45,6 +46,8 @@ export interface ShutdownOptions {
  */
 export interface ResolvedJobRunner {
   resolveJob(options: JobOptions): ResolvedJob;
+  /** `resolveJob` for a method decorator: warns once when the job has neither `cron` nor lockAtLeastFor. */
+  resolveDecoratedJob(options: JobOptions): ResolvedJob;
   runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>>;
 }
 
@@ -81,8 +84,15 @@ export class Guard {
   #prunedAt = Number.NEGATIVE_INFINITY;
   #closed = false;
   #shutdown: Promise<void> | undefined;
+  #unslottedWarning: UnslottedWarning | undefined;
   readonly #runner: ResolvedJobRunner = {
     resolveJob: (options) => resolveJob(options, this.#options.defaults),
+    resolveDecoratedJob: (options) => {
+      const job = resolveJob(options, this.#options.defaults);
+      this.#unslottedWarning ??= new UnslottedWarning(this.#options.logger);
+      this.#unslottedWarning.check(job);
+      return job;
+    },
     runResolved: (job, fn, slot) => this.#runResolved(job, fn, slot),
   };
 
@@ -144,7 +154,9 @@ export class Guard {
       this.#options.logger.warn(error.message);
       return { executed: false, reason: 'error', error };
     }
-    const result = await this.#inFlight.track(execute(this.#environment, job, fn, slot));
+    // A job called by another scheduler claims the slot its `cron` last fired at (replica clock).
+    const claimed = slot ?? job.cron?.slotAt(new Date()) ?? null;
+    const result = await this.#inFlight.track(execute(this.#environment, job, fn, claimed));
     if (result.executed) this.#pruneByRetention();
     return result;
   }
@@ -179,7 +191,7 @@ export class Guard {
    * lock. A skipped call resolves to `undefined`. Options are validated here, when applied.
    */
   guarded(options: JobOptions): GuardedDecorator {
-    const job = resolveJob(options, this.#options.defaults);
+    const job = this.#runner.resolveDecoratedJob(options);
     return createGuardedDecorator((fn) => this.#runResolved(job, fn, null));
   }
 

@@ -1,5 +1,6 @@
 import { describeValue } from './describe-value.js';
 import { parseDuration, type DurationInput } from './duration.js';
+import { resolveCronSlots, type CronSlots } from '../schedule-slot/cron-slots.js';
 
 /** What one guarded job is: its lock row's name and how long the lock is held. */
 export interface JobOptions {
@@ -13,6 +14,18 @@ export interface JobOptions {
   keepAlive?: boolean | DurationInput;
   /** How long before the lock can expire `ctx.signal` fires. @default 5% of lockAtMostFor, at least 1 s, at most half */
   stopMargin?: DurationInput;
+  /**
+   * The cron expression that another scheduler (`@nestjs/schedule`, node-schedule, croner, a
+   * Kubernetes CronJob, a `setInterval`) calls this job on. Each call then claims the slot the
+   * expression last fired at on this replica's clock (a call up to 100 ms early claims the coming
+   * fire): at most one run per slot across replicas, shared with `guard.schedule` fires and
+   * `guard.run` calls of the same job. An explicit `slot` of `guard.run` wins. Read by node-cron:
+   * 5 fields, or 6 with seconds first.
+   * @default none: each call is unscheduled (only the lock, and lockAtLeastFor, keep calls apart)
+   */
+  cron?: string;
+  /** The IANA time zone `cron` is read in (for `guard.schedule`, its expression). @default the process's time zone */
+  timezone?: string;
 }
 
 /** Options of one `guard.run` call: the job, and the scheduled slot this call is for. */
@@ -45,6 +58,8 @@ export interface ResolvedJob {
   readonly stopMarginMs: number;
   /** How often keep-alive extends the lock, or undefined without keep-alive. */
   readonly keepAliveIntervalMs: number | undefined;
+  /** The job's `cron` option: the slot a call claims; undefined without `cron`. */
+  readonly cron: CronSlots | undefined;
 }
 
 /** Defaults after validation. */
@@ -117,6 +132,7 @@ export function resolveJob(options: JobOptions, defaults: ResolvedDefaults): Res
     lockAtLeastForMs,
     stopMarginMs,
     keepAliveIntervalMs: resolveKeepAlive(options.keepAlive, name, lockAtMostForMs, stopMarginMs),
+    cron: resolveCronSlots(options.cron, options.timezone, name),
   };
 }
 

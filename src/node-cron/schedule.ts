@@ -41,6 +41,12 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
         (detail === undefined || detail === '' ? '' : ` (${detail})`),
     );
   }
+  if (job.cron !== undefined && job.cron.expression !== expression) {
+    throw new TypeError(
+      `Expected \`cron\` of job ${JSON.stringify(job.name)} to be left out of guard.schedule, which fires on its own expression ` +
+        `${JSON.stringify(expression)}, got ${describeValue(job.cron.expression)}`,
+    );
+  }
   const timezone = options.timezone;
   if (timezone !== undefined && (typeof timezone !== 'string' || !IANAZone.isValidZone(timezone))) {
     throw new TypeError(

@@ -1,0 +1,153 @@
+// cronguard/nestjs: the module (in process, on every dialect) and real Nest apps as OS processes
+// (test/fixtures/nest-app: CommonJS, experimentalDecorators, emitDecoratorMetadata, as Nest apps are
+// built), two replicas per dialect with an every-second job.
+import 'reflect-metadata';
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { NestFactory } from '@nestjs/core';
+import type { LoggerService } from '@nestjs/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CronguardModule, CRONGUARD_MODULE_OPTIONS, Guard, GuardedCron } from '../src/nestjs/index.js';
+import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
+import { assertBuilt, describeResult, repoRoot, runProcess, type ProcessResult } from './support/run-process.js';
+
+/** A Nest LoggerService that keeps what it is told. */
+function recordingNestLogger(): LoggerService & { lines: string[] } {
+  const lines: string[] = [];
+  const keep = (level: string) => (message: unknown, ...rest: unknown[]) => void lines.push(`${level} [${String(rest.at(-1))}] ${String(message)}`);
+  return { lines, log: keep('log'), warn: keep('warn'), error: keep('error') };
+}
+
+describe.each(dialectTargets())('CronguardModule on $name', (target) => {
+  describe.skipIf(target.serverUrl === null)('', () => {
+    it('forRoot provides the Guard, migrates at start-up when asked, and shuts the guard down with the app', async () => {
+      const prefix = uniquePrefix();
+      const logger = recordingNestLogger();
+      const app = await NestFactory.createApplicationContext(
+        CronguardModule.forRoot({ database: databaseUrl(target), tablePrefix: prefix, migrate: true }),
+        { logger },
+      );
+      const guard = app.get(Guard);
+      expect(guard).toBeInstanceOf(Guard);
+      expect(guard.dialect).toBe(target.name);
+      // Migrated: the tables exist.
+      expect(await guard.run({ name: 'nest.job', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+      // Nest's Logger is the guard's logger, context 'Cronguard'.
+      guard.guarded({ name: 'nest.unslotted', lockAtMostFor: '1m' });
+      expect(logger.lines.filter((line) => line.startsWith('warn'))).toEqual([
+        expect.stringMatching(/^warn \[Cronguard\] Job "nest.unslotted" is decorated without `cron` and with lockAtLeastFor 0/),
+      ]);
+      await app.close();
+      const after = await guard.run({ name: 'nest.job', lockAtMostFor: '1m' }, () => 'ran');
+      expect(after).toMatchObject({ executed: false, reason: 'error', error: { code: 'GUARD_CLOSED' } });
+    });
+
+    it('forRootAsync builds the options from injected providers; without `migrate` it leaves the tables alone', async () => {
+      const prefix = uniquePrefix();
+      const url = databaseUrl(target);
+      // eslint-disable-next-line @typescript-eslint/no-extraneous-class -- a Nest module is a class
+      class ConfigModule {}
+      const config = { module: ConfigModule, providers: [{ provide: 'CONFIG', useValue: { url, prefix } }], exports: ['CONFIG'] };
+      const app = await NestFactory.createApplicationContext(
+        CronguardModule.forRootAsync({
+          imports: [config],
+          inject: ['CONFIG'],
+          useFactory: async (settings: { url: string; prefix: string }) => ({ database: settings.url, tablePrefix: settings.prefix }),
+        }),
+        { logger: false },
+      );
+      try {
+        const guard = app.get(Guard);
+        expect(app.get(CRONGUARD_MODULE_OPTIONS)).toEqual({ database: url, tablePrefix: prefix });
+        await expect(guard.locks()).rejects.toMatchObject({ code: 'TABLE_MISSING' });
+        await guard.migrate();
+        expect(await guard.locks()).toEqual([]);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+});
+
+describe('the subpath', () => {
+  it("is the only part of the built package that imports @nestjs: 'cronguard' alone loads no Nest package", () => {
+    const built = join(repoRoot, 'dist', 'src');
+    const importers = readdirSync(built, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.js') && readFileSync(join(built, file), 'utf8').includes("from '@nestjs/"))
+      .sort();
+    expect(importers).toEqual([join('nestjs', 'cronguard-module.js'), join('nestjs', 'guarded-cron.js')]);
+  });
+});
+
+describe('@GuardedCron', () => {
+  it('checks its options when applied: a TypeError naming the option and the job', () => {
+    expect(() => GuardedCron('61 * * * *', { name: 'bad', lockAtMostFor: '1m' })).toThrow(
+      /^Expected `cron` of job "bad" to be a cron expression like/,
+    );
+    expect(() => GuardedCron('* * * * *', { name: 'bad', lockAtMostFor: '1m', timeZone: 'Mars/Olympus' })).toThrow(
+      new TypeError(`Expected \`timezone\` of job "bad" to be an IANA time zone like 'Europe/Paris', got "Mars/Olympus"`),
+    );
+  });
+});
+
+const fixture = join(repoRoot, 'test', 'fixtures', 'nest-app');
+const RUN_FOR_MS = 11_000;
+const scenarios = [
+  { scenario: 'guarded-above', title: '@guarded above @Cron, with `cron`' },
+  { scenario: 'cron-above', title: '@Cron above @guarded, with `cron`' },
+  { scenario: 'guarded-cron', title: '@GuardedCron' },
+] as const;
+
+describe('real Nest apps, two processes per dialect, an every-second job', () => {
+  let tscResult: ProcessResult;
+
+  beforeAll(async () => {
+    assertBuilt();
+    // The fixture's package.json ("type": "commonjs") stops the package's self-reference: link it as
+    // an installed package would be.
+    const link = join(fixture, 'node_modules', 'cronguard');
+    rmSync(link, { force: true });
+    mkdirSync(join(fixture, 'node_modules'), { recursive: true });
+    symlinkSync(repoRoot, link, 'dir');
+    rmSync(join(fixture, 'out'), { recursive: true, force: true });
+    tscResult = await runProcess(join(repoRoot, 'node_modules', '.bin', 'tsc'), ['-p', join(fixture, 'tsconfig.json')], repoRoot, 170_000);
+  }, 180_000);
+  afterAll(() => rmSync(join(fixture, 'node_modules'), { recursive: true, force: true }));
+
+  it.each(scenarios)('$title: every second runs exactly once', async ({ scenario }) => {
+    expect(tscResult.code, describeResult('tsc', tscResult)).toBe(0);
+    const targets = dialectTargets().filter((target): target is DialectTarget => target.serverUrl !== null);
+    const results = await Promise.all(
+      targets.map(async (target) => {
+        const url = databaseUrl(target);
+        const prefix = uniquePrefix();
+        const replicas = await Promise.all(
+          [1, 2].map(() => runProcess(process.execPath, [join(fixture, 'out', 'app.js'), url, prefix, scenario, String(RUN_FOR_MS)], fixture, 90_000)),
+        );
+        return { target: target.name, replicas };
+      }),
+    );
+    for (const { target, replicas } of results) {
+      for (const replica of replicas) {
+        expect(replica.code, describeResult(`${target} replica`, replica)).toBe(0);
+        // @nestjs/schedule's cron library says so when a busy machine fires a timer late; nothing else.
+        expect(replica.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('[Cron] Missed execution deadline by ')), target).toEqual([]);
+        // Only the job's lines: no warning (the job has its slot), no error.
+        expect(replica.stdout.trim().split('\n').filter((line) => !/^(RAN|DONE) /.test(line)), target).toEqual([]);
+      }
+      const slots = replicas.flatMap((replica) =>
+        replica.stdout.split('\n').flatMap((line) => (line.startsWith('RAN ') ? [(JSON.parse(line.slice(4)) as { slot: string | null }).slot] : [])),
+      );
+      expect(slots, target).not.toContain(null);
+      const times = [...new Set(slots as string[])].map((slot) => Date.parse(slot)).sort((a, b) => a - b);
+      expect(slots.length, `${target}: duplicates in ${slots.join(', ')}`).toBe(times.length);
+      const first = times[0] ?? 0;
+      const last = times.at(-1) ?? 0;
+      const missing: string[] = [];
+      for (let t = first + 1_000; t < last; t += 1_000) if (!times.includes(t)) missing.push(new Date(t).toISOString());
+      // Both replicas' timers would have to miss the same second (a stalled machine) to leave one unrun.
+      expect(missing.length, `${target}: missing ${missing.join(', ')}`).toBeLessThanOrEqual(1);
+      expect(last - first, target).toBeGreaterThanOrEqual(6_000);
+    }
+  }, 120_000);
+});
