@@ -46,7 +46,7 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
     const common = ['--database', url, '--table-prefix', prefix];
     expect(await cronguard(['doctor', ...common])).toEqual({ code: 0, stdout: 'No jobs yet.\n', stderr: '' });
     await guard.run({ name: 'healthy', lockAtMostFor: '1m' }, () => sleep(20));
-    await guard.run({ name: 'tight', lockAtMostFor: 400 }, () => sleep(250));
+    await guard.run({ name: 'tight', lockAtMostFor: '400ms' }, () => sleep(250));
     await guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
     await expect(guard.run({ name: 'broken', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no route')))).rejects.toThrow();
 
