@@ -1,6 +1,6 @@
 // The `cronguard` command, end to end through child_process, on the built package.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,7 @@ const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 async function cronguard(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      env: { ...process.env, CRONGUARD_DATABASE_URL: '', ...env },
+      env: { ...process.env, CRONGUARD_DATABASE_URL: '', DATABASE_URL: '', ...env },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -25,13 +25,18 @@ async function cronguard(args: string[], env: Record<string, string> = {}): Prom
 }
 
 describe.each(dialectTargets())('cronguard migrate on $name', (target) => {
-  it.skipIf(target.serverUrl === null)('creates the tables, from --database or CRONGUARD_DATABASE_URL', async () => {
+  it.skipIf(target.serverUrl === null)('creates the tables, from --database, CRONGUARD_DATABASE_URL or DATABASE_URL', async () => {
     const url = databaseUrl(target);
     const prefix = uniquePrefix();
     const first = await cronguard(['migrate', '--database', url, '--table-prefix', prefix]);
     expect(first).toEqual({ code: 0, stdout: 'cronguard: tables are up to date\n', stderr: '' });
     const again = await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url });
     expect(again.code).toBe(0);
+    // CRONGUARD_DATABASE_URL first, then DATABASE_URL (the app's own variable); --database before both.
+    const bad = 'foo://not-a-database';
+    expect(await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url, DATABASE_URL: bad })).toMatchObject({ code: 0 });
+    expect(await cronguard(['migrate', '--table-prefix', prefix], { DATABASE_URL: url })).toMatchObject({ code: 0 });
+    expect(await cronguard(['migrate', '--database', url, '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: bad })).toMatchObject({ code: 0 });
     const { guard } = guardOn(url, prefix);
     expect((await guard.run({ name: 'after-cli', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
   });
@@ -46,7 +51,7 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
     const common = ['--database', url, '--table-prefix', prefix];
     expect(await cronguard(['doctor', ...common])).toEqual({ code: 0, stdout: 'No jobs yet.\n', stderr: '' });
     await guard.run({ name: 'healthy', lockAtMostFor: '1m' }, () => sleep(20));
-    await guard.run({ name: 'tight', lockAtMostFor: 400 }, () => sleep(250));
+    await guard.run({ name: 'tight', lockAtMostFor: '400ms' }, () => sleep(250));
     await guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
     await expect(guard.run({ name: 'broken', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no route')))).rejects.toThrow();
 
@@ -89,6 +94,15 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
 
     expect(await cronguard(['unlock', 'kept', ...common])).toMatchObject({ code: 2 });
     expect(await cronguard(['unlock', 'kept', '--force', ...common])).toEqual({ code: 0, stdout: 'Unlocked "kept".\n', stderr: '' });
+    // Nothing to unlock: a free lock, or no lock at all by that name. Exit 1, one line.
+    for (const name of ['kept', 'no-such-job']) {
+      expect(await cronguard(['unlock', name, '--force', ...common])).toEqual({
+        code: 1,
+        stdout: `"${name}" was not locked: nothing to unlock.\n`,
+        stderr: '',
+      });
+    }
+    expect(JSON.parse((await cronguard(['unlock', 'kept', '--force', '--json', ...common])).stdout)).toEqual({ job: 'kept', unlocked: false });
     expect((await guard.run({ name: 'kept', lockAtMostFor: '1m' }, () => 'again')).executed).toBe(true);
 
     await sleep(50);
@@ -128,8 +142,10 @@ describe('cronguard usage errors', () => {
     // A mistyped SQLite path in a directory that exists: a read must not create the file.
     const typo = join(tmpdir(), `cronguard-typo-${process.pid}.sqlite`);
     const cases = [
-      { args: ['migrate'], message: 'cronguard: no database: pass --database <url> or set CRONGUARD_DATABASE_URL\n' },
-      { args: ['migrate', '--database', 'foo://x'], message: /^cronguard: Expected `database` to be a URL starting with/ },
+      { args: ['migrate'], message: 'cronguard: no database: pass --database <url>, or set CRONGUARD_DATABASE_URL or DATABASE_URL\n' },
+      { args: ['migrate', '--database', 'foo://x'], message: /^cronguard: Expected --database to be a URL starting with/ },
+      // An unescaped '#' in a password: refused before connecting, the password masked.
+      { args: ['migrate', '--database', 'postgres://admin:p@ss#w0rd@db/app'], message: /^cronguard: Expected --database to be a URL that can be parsed, got "postgres:\/\/admin:\*\*\*@db\/app": percent-encode/ },
       // The password of a mistyped URL stays out of the message.
       { args: ['migrate', '--database', 'postgress://admin:hunter2@db/app'], message: /got "postgress:\/\/admin:\*\*\*@db\/app"\n$/ },
       { args: ['migrate', '--database', 'jdbc:postgresql://admin:p@ss/w0rd@db/app'], message: /got "jdbc:postgresql:\/\/admin:\*\*\*@db\/app"\n$/ },
@@ -155,9 +171,63 @@ describe('cronguard usage errors', () => {
     expect(existsSync(typo)).toBe(false);
   });
 
-  it('prints help with exit 0', async () => {
-    const result = await cronguard(['--help']);
-    expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/Usage: cronguard <command>/);
+  it('names the flag or variable a bad option came from, not the API option', async () => {
+    const memory = ['--database', 'sqlite::memory:'];
+    const cases = [
+      { args: ['prune', '--older-than', '5 minutes', ...memory], message: `Expected --older-than to be a duration like '5m' or 'PT5M', got "5 minutes"` },
+      { args: ['history', '--since', '5x', ...memory], message: `Expected --since to be a duration like '5m' or 'PT5M', got "5x"` },
+      { args: ['history', '--status', 'bogus', ...memory], message: 'Expected --status to be one of running, succeeded, failed, abandoned, skipped, got "bogus"' },
+      { args: ['history', '--limit', '0', ...memory], message: 'Expected --limit to be an integer from 1 to 1000, got 0' },
+      { args: ['history', '--job', '', ...memory], message: 'Expected --job to be a string of 1 to 255 characters without NUL, got ""' },
+      { args: ['history', '--before', 'nope', ...memory], message: 'Expected --before to be the `next` cursor of a history page, got "nope"' },
+      {
+        args: ['unlock', 'j'.repeat(256), '--force', ...memory],
+        message: `Expected the job name to be a string of 1 to 255 characters without NUL, got "${'j'.repeat(256)}"`,
+      },
+      {
+        args: ['migrate', '--table-prefix', 'bad-prefix', ...memory],
+        message: "Expected --table-prefix to be an identifier like 'cronguard_' (schema-qualified prefixes are PostgreSQL only) of at most 40 characters, got \"bad-prefix\"",
+      },
+      { args: ['locks', '--database', 'foo://x'], message: 'Expected --database to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"' },
+    ];
+    for (const { args, message } of cases) {
+      expect(await cronguard(args), args.join(' ')).toEqual({ code: 2, stdout: '', stderr: `cronguard: ${message}\n` });
+    }
+    expect(await cronguard(['locks'], { DATABASE_URL: 'foo://x' })).toMatchObject({
+      code: 2,
+      stderr: 'cronguard: Expected $DATABASE_URL to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"\n',
+    });
+  });
+
+  it('prints a message of several lines as lines, without escapes', async () => {
+    // node's parseArgs explains an ambiguous option value in three lines.
+    const result = await cronguard(['migrate', '--database', '--json']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).not.toContain('\\x0a');
+    expect(result.stderr.trimEnd().split('\n')).toEqual([
+      "cronguard: Option '--database' argument is ambiguous.",
+      "Did you forget to specify the option argument for '--database'?",
+      "To specify an option argument starting with a dash use '--database=-XYZ'.",
+    ]);
+    // A newline in data (a job name) stays an escape: one line.
+    expect(await cronguard(['unlock', 'a\nb', '--database', 'sqlite::memory:'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'cronguard: refusing to unlock "a\\x0ab" without --force: if its holder is still running, the next run will overlap it\n',
+    });
+  });
+
+  it('prints help with exit 0, for --help, -h and help', async () => {
+    for (const args of [['--help'], ['-h'], ['help'], ['locks', '--help']]) {
+      const result = await cronguard(args);
+      expect(result.code, args.join(' ')).toBe(0);
+      expect(result.stdout, args.join(' ')).toMatch(/^Usage: cronguard <command>/);
+      expect(result.stdout, args.join(' ')).toMatch(/ help +Show this help/);
+    }
+  });
+
+  it("prints the package's version with --version, read from package.json next to dist/", async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(await cronguard(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
   });
 });

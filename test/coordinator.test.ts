@@ -70,7 +70,7 @@ describe.each(sqlite)('guard.coordinator() on $name', (target) => {
     const { guard } = await migratedGuard(target);
     const overran: string[] = [];
     guard.on('overran', ({ job }) => void overran.push(job));
-    const coordinator = guard.coordinator({ lockAtMostFor: 300 });
+    const coordinator = guard.coordinator({ lockAtMostFor: '300ms' });
     const key = keyOf('slow');
     expect(await coordinator.shouldRun(key, 30_000)).toBe(true);
     await sleep(450);

@@ -1,7 +1,7 @@
 // The `database` option: every accepted form works, and what the user passed in stays open.
 import Database from 'better-sqlite3';
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely';
-import { createPool as createMysqlCallbackPool } from 'mysql2';
+import { createConnection as createMysqlConnection, createPool as createMysqlCallbackPool } from 'mysql2';
 import { createPool as createMysqlPromisePool } from 'mysql2/promise';
 import { readdirSync, readlinkSync } from 'node:fs';
 import pg from 'pg';
@@ -111,6 +111,71 @@ describe.each(dialectTargets())('database input on $name', (target) => {
       }
       await expect(handle.stillWorks(), handle.label).resolves.toBeDefined();
       await handle.end();
+    }
+  });
+});
+
+describe.each(dialectTargets().filter((target) => target.name === 'mysql'))('a mariadb:// URL on $name', (target) => {
+  it.skipIf(target.serverUrl === null)('is MySQL: the guard connects with it and takes locks', async () => {
+    const url = databaseUrl(target).replace(/^mysql:/, 'mariadb:');
+    const guard = createGuard({ database: url, tablePrefix: uniquePrefix(), logger: recordingLogger() });
+    try {
+      expect(guard.dialect).toBe('mysql');
+      await guard.migrate();
+      expect(await guard.run({ name: 'maria', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+    } finally {
+      await guard.close();
+    }
+  });
+});
+
+const WRONG_KIND =
+  'Expected `database` to be a URL (postgres://, mysql://, mariadb://, sqlite:<path>), a Kysely instance, a pg Pool, ' +
+  'a mysql2 pool or a better-sqlite3 Database, got';
+
+describe('a handle of the wrong kind', () => {
+  it('is refused in one line that names what it got and what to pass, with the real driver objects', async () => {
+    // pg connects only on connect(); mysql2 at once, to a closed port here. The password never shows.
+    const pgClient = new pg.Client({ connectionString: 'postgres://app:hunter2@127.0.0.1:9/none' });
+    const mysqlConnection = createMysqlConnection({ uri: 'mysql://app:hunter2@127.0.0.1:9/none' });
+    mysqlConnection.on('error', () => undefined);
+    const database = new Database(':memory:');
+    const cases: [label: string, input: unknown, got: string][] = [
+      ['pg.Client', pgClient, 'a pg Client; pass a pg Pool'],
+      ['mysql2 Connection', mysqlConnection, 'a mysql2 Connection; pass a mysql2 pool (createPool)'],
+      ['mysql2 promise Connection', mysqlConnection.promise(), 'a mysql2 promise Connection; pass a mysql2 pool (createPool)'],
+      ['better-sqlite3 Statement', database.prepare('SELECT 1'), 'a better-sqlite3 Statement; pass its Database'],
+    ];
+    try {
+      for (const [label, input, got] of cases) {
+        let error: unknown;
+        try {
+          createGuard({ database: input as DatabaseInput });
+        } catch (thrown) {
+          error = thrown;
+        }
+        expect(error, label).toBeInstanceOf(TypeError);
+        expect((error as Error).message, label).toBe(`${WRONG_KIND} ${got}`);
+        expect((error as Error).message, label).not.toContain('hunter2');
+      }
+    } finally {
+      mysqlConnection.destroy();
+      database.close();
+    }
+  });
+});
+
+describe.each(dialectTargets().filter((target) => target.name === 'postgres'))('a client checked out of a pg pool on $name', (target) => {
+  it.skipIf(target.serverUrl === null)('is refused, naming it and the pool to pass instead', async () => {
+    const pool = new pg.Pool({ connectionString: databaseUrl(target), max: 1 });
+    const client = await pool.connect();
+    try {
+      expect(() => createGuard({ database: client as unknown as DatabaseInput })).toThrow(
+        new TypeError(`${WRONG_KIND} a pg client checked out of a pool; pass the pg Pool itself`),
+      );
+    } finally {
+      client.release();
+      await pool.end();
     }
   });
 });

@@ -56,11 +56,11 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       const { guard, url, prefix } = await migratedGuard(target);
       const dead = guardOn(url, prefix).guard;
       // A holder that never releases: its job outlives lockAtMostFor.
-      const stuck = dead.run({ name: 'expires', lockAtMostFor: 500 }, () => sleep(1_500));
+      const stuck = dead.run({ name: 'expires', lockAtMostFor: '500ms' }, () => sleep(1_500));
       await sleep(100);
-      expect(await guard.run({ name: 'expires', lockAtMostFor: 500 }, () => 'early')).toEqual({ executed: false, reason: 'locked' });
+      expect(await guard.run({ name: 'expires', lockAtMostFor: '500ms' }, () => 'early')).toEqual({ executed: false, reason: 'locked' });
       await sleep(600);
-      expect(await guard.run({ name: 'expires', lockAtMostFor: 500 }, () => 'late')).toEqual({ executed: true, value: 'late' });
+      expect(await guard.run({ name: 'expires', lockAtMostFor: '500ms' }, () => 'late')).toEqual({ executed: true, value: 'late' });
       await stuck;
     });
 

@@ -40,12 +40,12 @@ describe.each(dialectTargets())('history on $name', (target) => {
 
     it('marks overran a run that finished after its lock expired', async () => {
       const { guard, url, prefix } = await migratedGuard(target);
-      await guard.run({ name: 'slow', lockAtMostFor: 300 }, () => sleep(500));
+      await guard.run({ name: 'slow', lockAtMostFor: '300ms' }, () => sleep(500));
       expect((await guard.history({ job: 'slow' })).runs[0]).toMatchObject({ status: 'succeeded', overran: true });
 
       // Lost: another execution took the expired lock; the late finisher still records its outcome.
       const other = guardOn(url, prefix).guard;
-      const late = guard.run({ name: 'lost', lockAtMostFor: 300 }, () => sleep(700));
+      const late = guard.run({ name: 'lost', lockAtMostFor: '300ms' }, () => sleep(700));
       await sleep(400);
       expect((await other.run({ name: 'lost', lockAtMostFor: '1m' }, () => 'took over')).executed).toBe(true);
       await late;
@@ -188,7 +188,7 @@ describe.each(dialectTargets())('history on $name', (target) => {
       expect((await guard.run({ name: 'quiet-slot', lockAtMostFor: '1m', slot }, () => 1)).executed).toBe(true);
       expect(await other.run({ name: 'quiet-slot', lockAtMostFor: '1m', slot }, () => 2)).toEqual({ executed: false, reason: 'slot-done' });
       // A lost lock is still reported: the release matches no row.
-      const late = guard.run({ name: 'quiet-lost', lockAtMostFor: 300 }, () => sleep(700));
+      const late = guard.run({ name: 'quiet-lost', lockAtMostFor: '300ms' }, () => sleep(700));
       await sleep(400);
       expect((await other.run({ name: 'quiet-lost', lockAtMostFor: '1m' }, () => 'took over')).executed).toBe(true);
       await late;

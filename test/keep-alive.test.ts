@@ -134,7 +134,7 @@ describe.each(dialectTargets())('the job\'s safety tools on $name', (target) => 
       expect(result.value.moved).toBeGreaterThan(7_500);
       expect(result.value.remaining).toBeGreaterThan(9_000);
 
-      const lost = await guard.run({ name: 'stolen', lockAtMostFor: 500 }, async (ctx) => {
+      const lost = await guard.run({ name: 'stolen', lockAtMostFor: '500ms' }, async (ctx) => {
         await sleep(700);
         // The lock expired and another replica took it: the extend must not take it back.
         await guardOn(url, prefix).guard.run({ name: 'stolen', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);

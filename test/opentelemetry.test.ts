@@ -119,7 +119,7 @@ it('runs the job in its span\'s context, counts cancelled runs apart, and ends t
     expect(finished('cronguard.run hostile')?.status.code).toBe(2); // ERROR
 
     // node-cron never calls onComplete: the span ends once the coordinator forgets the lock (2 × lockAtMostFor).
-    const coordinator = guard.coordinator({ lockAtMostFor: 200 });
+    const coordinator = guard.coordinator({ lockAtMostFor: '200ms' });
     expect(await coordinator.shouldRun(`forgotten:${new Date(Math.floor(Date.now() / 1_000) * 1_000).toISOString()}`, 30_000)).toBe(true);
     await expect.poll(() => finished('cronguard.run forgotten'), { timeout: 10_000 }).toBeDefined();
     expect(finished('cronguard.run forgotten')?.status.code).toBe(2);

@@ -27,7 +27,7 @@ afterEach(async () => {
 });
 
 /** A guard on a fresh in-memory SQLite database, closed after the test. */
-function memoryGuard(options: GuardOptions = {}): Guard {
+function memoryGuard(options: Partial<GuardOptions> = {}): Guard {
   const guard = createGuard({ database: 'sqlite::memory:', ...options });
   open.push(guard);
   return guard;
@@ -81,6 +81,10 @@ describe('durations accepted', () => {
     { label: "'2h'", input: '2h', ms: 7_200_000 },
     { label: "'1d'", input: '1d', ms: 86_400_000 },
     { label: "'1.5s'", input: '1.5s', ms: 1_500 },
+    { label: "'1.1s' (1100.0000000000002 in floating point)", input: '1.1s', ms: 1_100 },
+    { label: '1500.25 (a fraction of a ms rounds up)', input: 1500.25, ms: 1_501 },
+    { label: "'2.5ms' (a fraction of a ms rounds up)", input: '2.5ms', ms: 3 },
+    { label: "'0.0001s' (a fraction of a ms rounds up)", input: '0.0001s', ms: 1 },
     { label: "'PT30S'", input: 'PT30S', ms: 30_000 },
     { label: "'P1DT2H'", input: 'P1DT2H', ms: 93_600_000 },
     { label: 'Duration.fromObject({ minutes: 5 })', input: Duration.fromObject({ minutes: 5 }), ms: 300_000 },
@@ -141,11 +145,11 @@ describe('durations accepted', () => {
     expect(await guard.run(job, () => 3)).toEqual({ executed: true, value: 3 });
   });
 
-  it('lockAtMostFor: 300 is 300 ms: another run takes the lock over once it has passed', async () => {
+  it('lockAtMostFor: \'300ms\' is 300 ms: another run takes the lock over once it has passed', async () => {
     const logger = recordingLogger();
     const guard = memoryGuard({ logger });
     await guard.migrate();
-    const job = { name: 'slow', lockAtMostFor: 300 };
+    const job = { name: 'slow', lockAtMostFor: '300ms' };
     let release: (() => void) | undefined;
     const holding = guard.run(job, () => new Promise<void>((resolve) => (release = resolve)));
     await expect.poll(() => release).toBeTypeOf('function');
@@ -226,6 +230,29 @@ describe('durations rejected', () => {
       createGuardError({ database: 'sqlite::memory:', defaults: { lockAtMostFor: value } }),
       `Expected \`defaults.lockAtMostFor\` to be a duration greater than 0, got ${shown}`,
     );
+  });
+
+  it.each([
+    ['30', 30],
+    ['999', 999],
+    ['0.5', 0.5],
+  ])('lockAtMostFor %s (a bare number under 1000) is rejected: it says to write seconds or ms', async (_label, value) => {
+    const hint = `a number is milliseconds, so write '${value}s' for ${value} seconds, or '${value}ms' if you meant milliseconds`;
+    const guard = memoryGuard();
+    expectTypeError(
+      await rejection(guard.run({ name: 'nightly', lockAtMostFor: value }, () => 1)),
+      `Expected \`lockAtMostFor\` of job "nightly" to be ${DURATION}, got ${value}: ${hint}`,
+    );
+    expectTypeError(thrown(() => guarded({ name: 'nightly', lockAtMostFor: value })), `Expected \`lockAtMostFor\` of job "nightly" to be ${DURATION}, got ${value}: ${hint}`);
+    expectTypeError(
+      createGuardError({ database: 'sqlite::memory:', defaults: { lockAtMostFor: value } }),
+      `Expected \`defaults.lockAtMostFor\` to be ${DURATION}, got ${value}: ${hint}`,
+    );
+    expectTypeError(thrown(() => guard.coordinator({ lockAtMostFor: value })), `Expected \`coordinator.lockAtMostFor\` to be ${DURATION}, got ${value}: ${hint}`);
+    // 1000 and up stay milliseconds; a string says ms plainly; lockAtLeastFor takes any number.
+    expect(guard.resolveJob({ name: 'nightly', lockAtMostFor: 1_000 }).lockAtMostForMs).toBe(1_000);
+    expect(guard.resolveJob({ name: 'nightly', lockAtMostFor: `${value}ms` }).lockAtMostForMs).toBe(Math.ceil(value));
+    expect(guard.resolveJob({ name: 'nightly', lockAtMostFor: '1m', lockAtLeastFor: value }).lockAtLeastForMs).toBe(Math.ceil(value));
   });
 
   it('lockAtLeastFor above lockAtMostFor is rejected, in ms', async () => {
@@ -378,10 +405,14 @@ describe('tablePrefix', () => {
 
 describe('database and the other guard options', () => {
   it('rejects history that is not a boolean, and history: false with options that write history', () => {
-    expectTypeError(createGuardError({ history: 'no' as unknown as boolean }), 'Expected `history` to be a boolean, got "no"');
-    expectTypeError(createGuardError({ history: false, recordSkips: true }), 'Expected `recordSkips` to be false when `history` is false, got true');
+    const database = 'sqlite::memory:';
+    expectTypeError(createGuardError({ database, history: 'no' as unknown as boolean }), 'Expected `history` to be a boolean, got "no"');
     expectTypeError(
-      createGuardError({ history: false, historyRetention: '30d' }),
+      createGuardError({ database, history: false, recordSkips: true }),
+      'Expected `recordSkips` to be false when `history` is false, got true',
+    );
+    expectTypeError(
+      createGuardError({ database, history: false, historyRetention: '30d' }),
       'Expected no `historyRetention` when `history` is false, got "30d"',
     );
   });
@@ -389,11 +420,19 @@ describe('database and the other guard options', () => {
   it.each([
     ["'foo://x'", 'foo://x', '"foo://x"'],
     ["'sqlite:' (no path)", 'sqlite:', '"sqlite:"'],
-    ["'mariadb://x'", 'mariadb://x', '"mariadb://x"'],
+    ["'maria://x'", 'maria://x', '"maria://x"'],
   ])('rejects the URL %s', (_label, database, shown) => {
     expectTypeError(
       createGuardError({ database }),
-      `Expected \`database\` to be a URL starting with postgres://, postgresql://, mysql:// or sqlite:, got ${shown}`,
+      `Expected \`database\` to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got ${shown}`,
+    );
+  });
+
+  it("rejects database '' and says an environment variable may be empty", () => {
+    expectTypeError(
+      createGuardError({ database: '' }),
+      'Expected `database` to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, ' +
+        'got "" (an environment variable set to an empty string?)',
     );
   });
 
@@ -401,23 +440,83 @@ describe('database and the other guard options', () => {
     ['42', 42, '42'],
     ['an empty object', {}, '{}'],
     ['true', true, 'true'],
+    ['an instance of a class', new (class Knex {
+      readonly client = 'pg';
+    })(), 'an instance of Knex'],
   ])('rejects database %s', (_label, database, shown) => {
     expectTypeError(
       createGuardError({ database }),
-      'Expected `database` to be a URL (postgres://, mysql://, sqlite:<path>), a Kysely instance, a pg Pool, ' +
+      'Expected `database` to be a URL (postgres://, mysql://, mariadb://, sqlite:<path>), a Kysely instance, a pg Pool, ' +
         `a mysql2 pool or a better-sqlite3 Database, got ${shown}`,
     );
   });
 
-  it('accepts each URL scheme, case-insensitively, without connecting', () => {
-    const dialects = ['sqlite::memory:', 'SQLITE::memory:', 'postgres://u@127.0.0.1:9/x', 'postgresql://u@127.0.0.1:9/x', 'mysql://u@127.0.0.1:9/x'].map(
-      (database) => {
-        const guard = createGuard({ database });
-        open.push(guard);
-        return guard.dialect;
-      },
+  it('requires database: missing, undefined (an unset environment variable) or no options at all is a TypeError', () => {
+    const message =
+      'Expected `database` to be a URL or a database handle, got undefined: it is required ' +
+      '(`process.env.DATABASE_URL` is undefined when the variable is not set: is it set?)';
+    expectTypeError(createGuardError({}), message);
+    expectTypeError(createGuardError({ database: undefined }), message);
+    expectTypeError(createGuardError({ database: process.env.CRONGUARD_TEST_SURELY_UNSET, defaults: { lockAtMostFor: '1m' } }), message);
+    expectTypeError(thrown(() => open.push(untyped<() => Guard>(createGuard)())), message);
+    expect(open).toEqual([]);
+  });
+
+  it.each([
+    // `#` starts a fragment: parsed as host "ss", the rest dropped.
+    ["an unescaped '#' (and '@')", 'postgres://app:p@ss#x@db.internal/jobs', 'postgres://app:***@db.internal/jobs'],
+    ["an unescaped '#'", 'mysql://app:pa#ss@db.internal/jobs', 'mysql://app:***@db.internal/jobs'],
+    ["an unescaped '/'", 'postgresql://app:pa/ss@db.internal/jobs', 'postgresql://app:***@db.internal/jobs'],
+    ["an unescaped '?'", 'mariadb://app:pa?ss@db.internal/jobs', 'mariadb://app:***@db.internal/jobs'],
+    ["a bad '%' escape", 'mysql://app:100%off@db.internal/jobs', 'mysql://app:***@db.internal/jobs'],
+  ])('rejects a URL with %s in its user info, says to percent-encode, and never shows the password', (_label, database, shown) => {
+    const error = createGuardError({ database });
+    expectTypeError(
+      error,
+      `Expected \`database\` to be a URL that can be parsed, got ${JSON.stringify(shown)}: percent-encode the user name and ` +
+        'password (encodeURIComponent; @ is %40, # is %23, / is %2F, ? is %3F, % is %25)',
     );
-    expect(dialects).toEqual(['sqlite', 'sqlite', 'postgres', 'postgres', 'mysql']);
+    expect((error as Error).message).not.toMatch(/ss@|off@/);
+  });
+
+  it("masks the whole user info of a mistyped URL whose user name holds '@'", () => {
+    expectTypeError(
+      createGuardError({ database: 'postgress://app@corp:secret@db.internal/jobs' }),
+      'Expected `database` to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, ' +
+        'got "postgress://***@db.internal/jobs"',
+    );
+  });
+
+  it('accepts each URL scheme, case-insensitively, and percent-encoded passwords, without connecting', () => {
+    const urls = [
+      'sqlite::memory:',
+      'SQLITE::memory:',
+      'postgres://u@127.0.0.1:9/x',
+      'postgresql://u@127.0.0.1:9/x',
+      'mysql://u@127.0.0.1:9/x',
+      'mariadb://u@127.0.0.1:9/x',
+      'MariaDB://u@127.0.0.1:9/x',
+      `postgres://u:${encodeURIComponent('p@ss#x/y?z%')}@127.0.0.1:9/x`,
+      // An unescaped '@' alone parses as meant: the user info ends at the last '@'.
+      'mysql://u:p@ss@127.0.0.1:9/x',
+    ];
+    const dialects = urls.map((database) => {
+      const guard = createGuard({ database });
+      open.push(guard);
+      return guard.dialect;
+    });
+    expect(dialects).toEqual(['sqlite', 'sqlite', 'postgres', 'postgres', 'mysql', 'mysql', 'mysql', 'postgres', 'mysql']);
+  });
+
+  it('rejects an acquireTimeout of 0: every run would be skipped', () => {
+    for (const acquireTimeout of [0, '0s', 'PT0S']) {
+      expectTypeError(
+        createGuardError({ database: 'sqlite::memory:', acquireTimeout }),
+        `Expected \`acquireTimeout\` to be a duration of at least 1 ms, got ${JSON.stringify(acquireTimeout)}`,
+      );
+    }
+    const guard = createGuard({ database: 'sqlite::memory:', acquireTimeout: 1 });
+    open.push(guard);
   });
 
   it('rejects guard options that are not an object', () => {
@@ -471,6 +570,20 @@ describe('database and the other guard options', () => {
       thrown(() => guard.resolveJob({ name: 'j', lockAtMostFor: '1m', stopMargin: '1m' })),
       'Expected `stopMargin` of job "j" (60000 ms) to be less than `lockAtMostFor` (60000 ms)',
     );
+  });
+
+  it('rejects keepAlive: true with a stopMargin that fires before the first extend, saying which to change', () => {
+    const guard = createGuard({ database: 'sqlite::memory:' });
+    open.push(guard);
+    // keepAlive: true extends every lockAtMostFor / 3 (20 s of 1 m); the signal fires stopMargin before expiry.
+    const message =
+      'Expected `stopMargin` of job "j" (40000 ms) to be less than two thirds of `lockAtMostFor` with `keepAlive: true`, ' +
+      'which extends every 20000 ms: the deadline would fire before the first extend. Lower `stopMargin` below 40000 ms, ' +
+      'or give `keepAlive` an interval shorter than 20000 ms';
+    expectTypeError(thrown(() => guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: true, stopMargin: '40s' })), message);
+    expectTypeError(thrown(() => guarded({ name: 'j', lockAtMostFor: '1m', keepAlive: true, stopMargin: '40s' })), message);
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: true, stopMargin: '39s' }).keepAliveIntervalMs).toBe(20_000);
+    expect(guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: '19s', stopMargin: '40s' }).keepAliveIntervalMs).toBe(19_000);
   });
 
   it('rejects a logger without warn() and error()', () => {

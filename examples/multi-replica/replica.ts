@@ -4,8 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createGuard } from 'cronguard';
 
 const name = process.env.REPLICA_NAME ?? `replica-${process.pid}`;
-// No `database`: the embedded SQLite default, ./cronguard.sqlite, shared by every replica here.
-const guard = createGuard({ lockedBy: name });
+// SQLite, the embedded database that needs no server: one file, ./cronguard.sqlite in the folder
+// demo.ts starts every replica in, shared by all of them (they run on one host).
+const guard = createGuard({ database: 'sqlite:./cronguard.sqlite', lockedBy: name });
 await guard.migrate();
 
 guard.schedule('* * * * * *', { name: 'demo-report', lockAtMostFor: '10s' }, async (ctx) => {

@@ -1,9 +1,9 @@
-// The scheduled job on MySQL or MariaDB: `CRONGUARD_DATABASE_URL=mysql://… npx tsx examples/mysql/index.ts`
+// The scheduled job on MySQL or MariaDB: `CRONGUARD_DATABASE_URL=mysql://… npx tsx examples/mysql/index.ts` (or mariadb://…)
 // Start it on several machines (or terminals): each slot runs on one of them.
 import { createGuard } from 'cronguard';
 
 const url = process.env.CRONGUARD_DATABASE_URL;
-if (url === undefined || !url.startsWith('mysql')) throw new Error('Set CRONGUARD_DATABASE_URL to a mysql:// URL');
+if (url === undefined || !/^(mysql|mariadb):\/\//.test(url)) throw new Error('Set CRONGUARD_DATABASE_URL to a mysql:// or mariadb:// URL');
 
 const guard = createGuard({ database: url, defaults: { lockAtMostFor: '10m' } });
 await guard.migrate();

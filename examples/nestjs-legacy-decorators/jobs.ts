@@ -22,7 +22,9 @@ export class ReportService {
 }
 
 export async function main(): Promise<void> {
-  const guard = createGuard({ database: process.env.CRONGUARD_DATABASE_URL ?? 'sqlite:./cronguard.sqlite' });
+  // Required, with no fallback: a replica that fell back on a file of its own would run every job.
+  // Unset, createGuard throws a TypeError that says so.
+  const guard = createGuard({ database: process.env.CRONGUARD_DATABASE_URL });
   await guard.migrate();
   setDefaultGuard(guard);
   const service = new ReportService();

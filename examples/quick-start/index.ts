@@ -1,11 +1,14 @@
-// The quick start from the README, on the embedded SQLite default.
+// The quick start from the README, on SQLite, the embedded database that needs no server.
 // Run it twice at once in two terminals (`npx tsx examples/quick-start/index.ts`): one prints the
 // report, the other prints that it was skipped.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createGuard } from 'cronguard';
 
 const guard = createGuard({
-  database: process.env.CRONGUARD_DATABASE_URL ?? 'sqlite:./cronguard.sqlite',
+  // Both terminals share this file, on one host. Replicas on several hosts share a server instead:
+  // pass its URL (postgres://…, mysql://…, mariadb://…). There is no default: a replica that fell
+  // back on a file of its own would run every job.
+  database: 'sqlite:./cronguard.sqlite',
   defaults: { lockAtMostFor: '10m' },
 });
 await guard.migrate();

@@ -2,7 +2,7 @@ import type { Guard } from '../guard/create-guard.js';
 import type { RunStatus } from '../history/run-record.js';
 import { formatDuration, formatTable, formatTime, oneLine, printable } from './format.js';
 
-/** What a command prints and its exit code: 0 fine, 1 doctor found problems. */
+/** What a command prints and its exit code: 0 fine, 1 doctor found problems or unlock found no lock. */
 export interface CommandOutput {
   readonly text: string;
   readonly json: unknown;
@@ -97,17 +97,18 @@ export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
 export async function pruneCommand(guard: Guard, options: CommandOptions): Promise<CommandOutput> {
   if (options.olderThan === undefined) throw new UsageError('prune needs --older-than <duration>, such as --older-than 30d');
   const deleted = await guard.prune(options.olderThan);
-  return { text: `Deleted ${deleted} run(s) older than ${options.olderThan}.\n`, json: { deleted }, exitCode: 0 };
+  return { text: `Deleted ${deleted} run(s) older than ${printable(options.olderThan)}.\n`, json: { deleted }, exitCode: 0 };
 }
 
 export async function unlockCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
   if (job === undefined) throw new UsageError('unlock needs a job name: cronguard unlock <job> --force');
   if (options.force !== true) {
     throw new UsageError(
-      `refusing to unlock "${job}" without --force: if its holder is still running, the next run will overlap it`,
+      `refusing to unlock "${printable(job)}" without --force: if its holder is still running, the next run will overlap it`,
     );
   }
   const unlocked = await guard.unlock(job);
-  const text = unlocked ? `Unlocked "${job}".\n` : `"${job}" was not locked.\n`;
-  return { text, json: { job, unlocked }, exitCode: 0 };
+  // Nothing to unlock is a failure for a script (a mistyped name, or the holder finished meanwhile).
+  const text = unlocked ? `Unlocked "${printable(job)}".\n` : `"${printable(job)}" was not locked: nothing to unlock.\n`;
+  return { text, json: { job, unlocked }, exitCode: unlocked ? 0 : 1 };
 }

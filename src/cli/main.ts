@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
 import { printable } from './format.js';
 import { messageOf } from '../guard/errors.js';
+import { packageVersion } from './package-version.js';
 import { sqlitePath } from '../sqlite/connection.js';
 import {
   doctorCommand,
@@ -27,15 +28,18 @@ Commands:
       --since <24h>  --limit <50>  --before <cursor: the "next" of a --json page>
   doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
   prune --older-than <30d>    Delete old runs, keeping each job's newest
-  unlock <job> --force        Free a lock left by a process that is gone
+  unlock <job> --force        Free a lock left by a process that is gone; exit 1 if it was not locked
+  help                        Show this help
 
 Options:
-  --database <url>     postgres://…, mysql://…, sqlite:<path> (default: $CRONGUARD_DATABASE_URL)
+  --database <url>     postgres://…, mysql://…, mariadb://…, sqlite:<path>
+                       (default: $CRONGUARD_DATABASE_URL, else $DATABASE_URL)
   --table-prefix <p>   The guard's tablePrefix (default: cronguard_)
   --json               Machine-readable output
   -h, --help           Show this help
+  --version            Show cronguard's version
 
-Exit codes: 0 fine, 1 doctor found problems, 2 usage or connection error.
+Exit codes: 0 fine, 1 doctor found problems or unlock found nothing to unlock, 2 usage or connection error.
 `;
 
 /** Options each command accepts, besides --database, --table-prefix and --json. */
@@ -59,6 +63,7 @@ export async function main(argv: string[]): Promise<number> {
         'table-prefix': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
         job: { type: 'string' },
         status: { type: 'string' },
         since: { type: 'string' },
@@ -73,8 +78,12 @@ export async function main(argv: string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
-  if (values.help === true) {
+  if (values.help === true || command === 'help') {
     process.stdout.write(USAGE);
+    return 0;
+  }
+  if (values.version === true) {
+    process.stdout.write(`${packageVersion()}\n`);
     return 0;
   }
   if (command === undefined) {
@@ -82,14 +91,25 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const allowed = COMMAND_OPTIONS[command];
-  if (allowed === undefined) return fail(`unknown command "${command}" (see cronguard --help)`);
+  if (allowed === undefined) return fail(`unknown command "${printable(command)}" (see cronguard --help)`);
   const stray = Object.keys(values).find((key) => !['database', 'table-prefix', 'json'].includes(key) && !allowed.includes(key));
   if (stray !== undefined) return fail(`${command} does not take --${stray}`);
   const [job, extra] = rest;
-  if (extra !== undefined || (job !== undefined && command !== 'unlock')) return fail(`unexpected argument "${extra ?? job}"`);
+  if (extra !== undefined || (job !== undefined && command !== 'unlock')) return fail(`unexpected argument "${printable(extra ?? job ?? '')}"`);
 
-  const database = values.database ?? process.env.CRONGUARD_DATABASE_URL;
-  if (database === undefined || database === '') return fail('no database: pass --database <url> or set CRONGUARD_DATABASE_URL');
+  // An empty variable counts as unset (a blank line in an .env file), so DATABASE_URL still applies.
+  const fromEnvironment = (name: string): { database: string; source: string } | undefined => {
+    const value = process.env[name];
+    return value === undefined || value === '' ? undefined : { database: value, source: `$${name}` };
+  };
+  const chosen =
+    values.database === undefined
+      ? (fromEnvironment('CRONGUARD_DATABASE_URL') ?? fromEnvironment('DATABASE_URL'))
+      : { database: values.database, source: '--database' };
+  if (chosen === undefined || chosen.database === '') {
+    return fail('no database: pass --database <url>, or set CRONGUARD_DATABASE_URL or DATABASE_URL');
+  }
+  const { database } = chosen;
   const options: CommandOptions = {
     ...(values.job === undefined ? {} : { job: values.job }),
     ...(values.status === undefined ? {} : { status: values.status }),
@@ -115,7 +135,7 @@ export async function main(argv: string[]): Promise<number> {
     return output.exitCode;
   } catch (error) {
     if (process.env.CRONGUARD_DEBUG !== undefined) console.error(error);
-    return fail(describeError(error));
+    return fail(describeError(error, command, chosen.source));
   } finally {
     await guard?.close().catch(() => undefined);
   }
@@ -138,18 +158,46 @@ function run(guard: Guard, command: string, job: string | undefined, options: Co
   }
 }
 
+/** The command line's flag for each option of the API that a `TypeError` names. */
+const FLAGS: Readonly<Record<string, string>> = {
+  tablePrefix: '--table-prefix',
+  olderThan: '--older-than',
+  since: '--since',
+  limit: '--limit',
+  status: '--status',
+  before: '--before',
+};
+
+/**
+ * A `TypeError` of the API in the command line's words: `olderThan` becomes --older-than, `database`
+ * the flag or variable it came from, and a job's `name` the --job option or the unlock argument.
+ */
+function inFlags(message: string, command: string, databaseSource: string): string {
+  return message.replace(/`(\w+)`/g, (quoted, option: string) => {
+    if (option === 'database') return databaseSource;
+    if (option === 'name') return command === 'unlock' ? 'the job name' : '--job';
+    return FLAGS[option] ?? quoted;
+  });
+}
+
 /** One line: the message, and the driver's reason when it is the cause. */
-function describeError(error: unknown): string {
+function describeError(error: unknown, command: string, databaseSource: string): string {
   if (!(error instanceof Error)) return String(error);
-  if (error instanceof UsageError || error instanceof TypeError) return error.message;
+  if (error instanceof TypeError) return inFlags(error.message, command, databaseSource);
+  if (error instanceof UsageError) return error.message;
   const message = messageOf(error);
   const causeMessage = error.cause instanceof Error ? messageOf(error.cause) : '';
   const cause = causeMessage !== '' && !message.includes(causeMessage) ? `: ${causeMessage}` : '';
   return `${message}${cause}`.replace(/\s*\n\s*/g, ' ');
 }
 
+/**
+ * The message on stderr, its lines as lines. Other control characters are written as escapes:
+ * whatever a message quotes (a job name, a driver's text) must not reach the terminal raw; the
+ * CLI escapes a job name's newlines itself where it quotes one.
+ */
 function fail(message: string): number {
-  process.stderr.write(`cronguard: ${printable(message)}\n`);
+  process.stderr.write(`cronguard: ${message.split('\n').map(printable).join('\n')}\n`);
   return 2;
 }
 

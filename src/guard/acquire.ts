@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
 import type { ExecuteEnvironment, HeldLock } from './environment.js';
 import { GuardError, messageOf } from './errors.js';
+import { AcquireFailureLog } from './failure-log.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock } from './release.js';
 import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
@@ -11,6 +12,18 @@ import { statementAnswer, TIMED_OUT } from './timeout.js';
 const STALE_AFTER_TIMEOUTS = 10;
 
 const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: 'not run: the acquire answered after acquireTimeout' });
+
+/** Each guard's log of failed acquires (one environment per guard), made at its first acquire. */
+const failureLogs = new WeakMap<ExecuteEnvironment, AcquireFailureLog>();
+
+function failureLog(environment: ExecuteEnvironment): AcquireFailureLog {
+  let log = failureLogs.get(environment);
+  if (log === undefined) {
+    log = new AcquireFailureLog(environment.logger);
+    failureLogs.set(environment, log);
+  }
+  return log;
+}
 
 /**
  * Takes the job's lock for one execution, or says why not. Never rejects: a failed or hung acquire
@@ -83,6 +96,8 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
     const message = `Taking the lock of job "${job.name}" took over ${environment.statementTimeoutMs} ms, so the run was skipped`;
     return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
   }
+  // The database answered: an outage this job was in is over.
+  failureLog(environment).answered(job.name);
   if (outcome === 'acquired') {
     if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
     return { job, request, acquireSentAt };
@@ -106,8 +121,9 @@ export function isHeld(value: HeldLock | Skip): value is HeldLock {
   return 'request' in value;
 }
 
+/** A skip for a failed acquire: logged (thinned during an outage), and an `error` and a `skipped` event every time. */
 function failed(environment: ExecuteEnvironment, job: ResolvedJob, slot: Date | null, error: GuardError): Skip {
-  environment.logger.error(error.message);
+  failureLog(environment).failed(job.name, error.message);
   environment.events.emit('error', { job: job.name, error });
   environment.events.emit('skipped', { job: job.name, slot, reason: 'error', error });
   return { executed: false, reason: 'error', error };

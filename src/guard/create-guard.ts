@@ -96,7 +96,7 @@ export class Guard {
     runResolved: (job, fn, slot) => this.#runResolved(job, fn, slot),
   };
 
-  constructor(options: GuardOptions = {}) {
+  constructor(options: GuardOptions) {
     const resolved = resolveGuardOptions(options);
     const { dialect, tables } = resolved;
     // Opened last, once every option is known good: a failed createGuard leaves nothing open.
@@ -356,6 +356,6 @@ export class Guard {
 }
 
 /** Creates a guard. Options are validated now: a `TypeError` names the option and the value. */
-export function createGuard(options: GuardOptions = {}): Guard {
+export function createGuard(options: GuardOptions): Guard {
   return new Guard(options);
 }

@@ -36,8 +36,12 @@ export interface DurationSource {
 }
 
 /**
- * Milliseconds for a duration option, or a `TypeError` naming the option, the job and the value.
+ * Whole milliseconds for a duration option, or a `TypeError` naming the option, the job and the value.
  * Calendar units in ISO strings (`P1M`) use luxon's casual conversion (a month is 30 days).
+ * A fraction of a millisecond (`1.5`, `'0.5ms'`, `'PT0.0001S'`) is rounded up to the next whole
+ * one: the dialects store milliseconds (PostgreSQL's intervals would keep the fraction, MySQL's
+ * DATETIME(3) would round it, SQLite's integers would cut it), so every dialect gets the same value,
+ * and rounding up never shortens a lock.
  */
 export function parseDuration(value: unknown, source: DurationSource): number {
   const ms = toMilliseconds(value);
@@ -48,7 +52,15 @@ export function parseDuration(value: unknown, source: DurationSource): number {
         (ms !== undefined && Number.isFinite(ms) && ms > MAX_DURATION_MS ? ' (longer than the maximum, ten years)' : ''),
     );
   }
-  return ms;
+  return wholeMilliseconds(ms);
+}
+
+/**
+ * Rounded up to a whole millisecond, past the binary noise of a decimal fraction first ('1.1s'
+ * is 1100.0000000000002 ms in floating point: 1100, not 1101).
+ */
+function wholeMilliseconds(ms: number): number {
+  return Math.ceil(Math.round(ms * 1_000) / 1_000);
 }
 
 function toMilliseconds(value: unknown): number | undefined {

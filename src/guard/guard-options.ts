@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { DEFAULT_DATABASE, dialectOf, type DatabaseInput } from '../database/connect.js';
+import { dialectOf, missingDatabase, type DatabaseInput } from '../database/connect.js';
 import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../database/table-names.js';
 import { describeValue } from './describe-value.js';
 import type { Dialect, TableNames } from './dialect.js';
@@ -9,8 +9,13 @@ import { consoleLogger, safeLogger, type Logger } from './logger.js';
 
 /** How a guard connects and what its jobs default to. */
 export interface GuardOptions {
-  /** Where the lock rows live: a URL, a Kysely instance, or a pg, mysql2 or better-sqlite3 pool/database you own. @default 'sqlite:./cronguard.sqlite' */
-  database?: DatabaseInput | undefined;
+  /**
+   * Where the lock rows live: a URL, a Kysely instance, or a pg, mysql2 or better-sqlite3 pool/database you own.
+   * Required, with no default: every replica must name the same database (a SQLite file is shared
+   * only by the processes of one host). `undefined`, as `process.env.DATABASE_URL` is when the
+   * variable is not set, is a `TypeError` that says so.
+   */
+  database: DatabaseInput | undefined;
   /** Prefix of the guard's tables (`<prefix>locks`); an identifier, or `schema.prefix` on PostgreSQL. @default 'cronguard_' */
   tablePrefix?: string;
   /** Who holds a lock, for humans reading the table; not the ownership check (a per-execution token is). @default `${hostname()}:${process.pid}` */
@@ -26,7 +31,7 @@ export interface GuardOptions {
   /** Deletes history rows older than this as the guard runs, at most once an hour per process, keeping each job's newest. @default keep everything */
   historyRetention?: DurationInput;
   /**
-   * The longest an acquire (or a release) may take; a slower acquire skips the run with
+   * The longest an acquire (or a release) may take, at least 1 ms; a slower acquire skips the run with
    * `ACQUIRE_TIMEOUT` rather than piling up. Bounds the server too: on PostgreSQL the take cannot
    * wait for a row lock longer than this (`lock_timeout`, set inside the statement, on every pool
    * kind), so a take whose process gave up, shut down or exited never commits later; SQLite's busy
@@ -61,7 +66,9 @@ const MAX_LOCKED_BY_LENGTH = 255;
  * Validates the options of `createGuard`, without connecting. A `TypeError` names the option and
  * the value. Each default applies only to `undefined`: an explicit null is a mistake to report.
  */
-export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions {
+export function resolveGuardOptions(options: GuardOptions | undefined): ResolvedGuardOptions {
+  // `createGuard()`: the one option without a default is missing.
+  if (options === undefined) throw missingDatabase();
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`Expected guard options to be an object, got ${describeValue(options)}`);
   }
@@ -94,6 +101,11 @@ export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions
     option: 'acquireTimeout',
     job: undefined,
   });
+  // 0 would skip every run: no statement answers in no time (and SQLite's busy timeout 0 fails at
+  // the first writer in another process). 1 ms is the smallest whole duration.
+  if (acquireTimeoutMs < 1) {
+    throw new TypeError(`Expected \`acquireTimeout\` to be a duration of at least 1 ms, got ${describeValue(options.acquireTimeout)}`);
+  }
   const telemetry = options.telemetry === undefined ? true : options.telemetry;
   if (typeof telemetry !== 'boolean') throw new TypeError(`Expected \`telemetry\` to be a boolean, got ${describeValue(telemetry)}`);
   const preparedStatements = options.preparedStatements === undefined ? true : options.preparedStatements;
@@ -101,7 +113,8 @@ export function resolveGuardOptions(options: GuardOptions): ResolvedGuardOptions
     throw new TypeError(`Expected \`preparedStatements\` to be a boolean, got ${describeValue(preparedStatements)}`);
   }
   const defaults = resolveDefaults(options.defaults);
-  const database = options.database === undefined ? DEFAULT_DATABASE : options.database;
+  const database = options.database;
+  if (database === undefined) throw missingDatabase();
   const dialect = dialectOf(database);
   const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
   return { database, dialect, tables, lockedBy, logger: safeLogger(logger), history, recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults };

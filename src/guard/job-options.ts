@@ -158,8 +158,21 @@ function resolveKeepAlive(
   stopMarginMs: number,
 ): number | undefined {
   if (value === undefined || value === false) return undefined;
-  if (value === true) return lockAtMostForMs / 3;
   const beforeMs = lockAtMostForMs - stopMarginMs;
+  if (value === true) {
+    const intervalMs = lockAtMostForMs / 3;
+    // A stop margin of two thirds of lockAtMostFor or more: the deadline signal would fire before
+    // the first extend, so keep-alive would never keep the job alive.
+    if (intervalMs >= beforeMs) {
+      throw new TypeError(
+        `Expected \`stopMargin\` of job ${JSON.stringify(job)} (${stopMarginMs} ms) to be less than two thirds of ` +
+          `\`lockAtMostFor\` with \`keepAlive: true\`, which extends every ${Math.floor(intervalMs)} ms: the deadline would fire ` +
+          `before the first extend. Lower \`stopMargin\` below ${Math.floor(lockAtMostForMs - intervalMs)} ms, or give ` +
+          `\`keepAlive\` an interval shorter than ${beforeMs} ms`,
+      );
+    }
+    return intervalMs;
+  }
   const ms = parseDuration(value, { option: 'keepAlive', job });
   if (ms <= 0 || ms >= beforeMs) {
     throw new TypeError(
@@ -193,10 +206,21 @@ export function validateJobName(name: unknown): string {
   );
 }
 
+/**
+ * A lockAtMostFor. A bare number is milliseconds, but one under a second almost always meant
+ * seconds (`lockAtMostFor: 30`): a lock that expires before the job has really started lets every
+ * replica run it. Such a number is refused; a string (`'500ms'`) says milliseconds plainly.
+ */
 function positiveDuration(value: DurationInput, option: string, job: string | undefined): number {
   const ms = parseDuration(value, { option, job });
-  if (ms > 0) return ms;
   const of = job === undefined ? '' : ` of job ${JSON.stringify(job)}`;
+  if (typeof value === 'number' && value > 0 && value < 1_000) {
+    throw new TypeError(
+      `Expected \`${option}\`${of} to be a duration like '5m' or 'PT5M', got ${value}: a number is milliseconds, ` +
+        `so write '${value}s' for ${value} seconds, or '${value}ms' if you meant milliseconds`,
+    );
+  }
+  if (ms > 0) return ms;
   throw new TypeError(`Expected \`${option}\`${of} to be a duration greater than 0, got ${describeValue(value)}`);
 }
 

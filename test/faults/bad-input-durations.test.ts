@@ -87,10 +87,13 @@ const luxonDurations: fc.Arbitrary<DurationCase> = fc
 
 const withinMaximum = (c: DurationCase): boolean => c.ms <= MAX_DURATION_MS;
 
-/** Durations greater than 0 and at most ten years: valid everywhere, `lockAtMostFor` included. */
+/**
+ * Durations greater than 0 and at most ten years: valid everywhere, `lockAtMostFor` included (a bare
+ * number under 1000 is not: see smallNumbers).
+ */
 const positiveDurations: fc.Arbitrary<DurationCase> = fc.oneof(
-  fc.double({ min: Number.MIN_VALUE, max: MAX_DURATION_MS, noNaN: true }).map((n) => ({ input: n, ms: n, exact: true })),
-  fc.integer({ min: 1, max: MAX_DURATION_MS }).map((n) => ({ input: n, ms: n, exact: true })),
+  fc.double({ min: 1_000, max: MAX_DURATION_MS, noNaN: true }).map((n) => ({ input: n, ms: n, exact: true })),
+  fc.integer({ min: 1_000, max: MAX_DURATION_MS }).map((n) => ({ input: n, ms: n, exact: true })),
   shortIntegers(1),
   shortDecimals.filter((c) => c.ms > 0),
   isoDurations.filter((c) => c.ms > 0 && withinMaximum(c)),
@@ -107,6 +110,15 @@ const positiveDurations: fc.Arbitrary<DurationCase> = fc.oneof(
     { input: MAX_DURATION_MS, ms: MAX_DURATION_MS, exact: true },
   ),
 );
+
+/** Bare numbers over 0 and under 1000: milliseconds, but as `lockAtMostFor` almost always meant seconds. */
+const smallNumbers = fc.oneof(
+  fc.double({ min: Number.MIN_VALUE, max: 1_000, maxExcluded: true, noNaN: true }),
+  fc.integer({ min: 1, max: 999 }),
+);
+
+/** Whole milliseconds, as every duration resolves: a fraction rounds up (after the float noise of decimals). */
+const wholeMs = (ms: number): number => Math.ceil(Math.round(ms * 1_000) / 1_000);
 
 /** Zero in every form: valid for `lockAtLeastFor`, not for `lockAtMostFor`. */
 const zeroDurations = fc.constantFrom<DurationInput>(0, '0ms', '0s', '0.0m', '000d', 'PT0S', 'P0D', Duration.fromObject({}));
@@ -171,8 +183,13 @@ describe('bad input: durations', () => {
           fc.property(positiveDurations, jobs, ({ input, ms, exact }, name) => {
             count();
             const job = guard.resolveJob({ name, lockAtMostFor: input });
-            if (exact) expect(job.lockAtMostForMs).toBe(ms);
-            else expect(Math.abs(job.lockAtMostForMs - ms)).toBeLessThanOrEqual(ms * 1e-12);
+            // Whole milliseconds on every dialect: a fraction rounds up.
+            expect(Number.isInteger(job.lockAtMostForMs)).toBe(true);
+            if (exact) expect(job.lockAtMostForMs).toBe(wholeMs(ms));
+            else {
+              expect(job.lockAtMostForMs).toBeGreaterThanOrEqual(ms - ms * 1e-12);
+              expect(job.lockAtMostForMs).toBeLessThan(ms + 1 + ms * 1e-12);
+            }
             // lockAtLeastFor takes the same values, up to lockAtMostFor.
             const least = guard.resolveJob({ name, lockAtMostFor: MAX_DURATION_MS, lockAtLeastFor: input });
             expect(least.lockAtLeastForMs).toBe(job.lockAtMostForMs);
@@ -180,6 +197,25 @@ describe('bad input: durations', () => {
           { numRuns: 400 },
         );
     });
+    });
+  });
+
+  it('rejects a bare number under 1000 for lockAtMostFor, suggesting seconds or ms; accepts it elsewhere', async () => {
+    await badInput('options', 'rejects a bare number under 1000 for lockAtMostFor, suggesting seconds or ms; accepts it elsewhere', async (count) => {
+      await withGuard((guard) => {
+        fc.assert(
+          fc.property(smallNumbers, jobs, (input, name) => {
+            count();
+            const error = expectTypeError(
+              failureOfSync(() => guard.resolveJob({ name, lockAtMostFor: input })),
+              `Expected \`lockAtMostFor\` of job ${JSON.stringify(name)} to be a duration like '5m' or 'PT5M', got ${input}: `,
+            );
+            expect(error.message).toContain(`write '${input}s' for ${input} seconds, or '${input}ms' if you meant milliseconds`);
+            expect(guard.resolveJob({ name, lockAtMostFor: '1m', lockAtLeastFor: input }).lockAtLeastForMs).toBe(wholeMs(input));
+          }),
+          { numRuns: 100 },
+        );
+      });
     });
   });
 

@@ -27,7 +27,7 @@ export interface TestGuard {
 }
 
 /** A migrated guard on its own tables, closed after the test. */
-export async function migratedGuard(target: DialectTarget, options: GuardOptions = {}): Promise<TestGuard> {
+export async function migratedGuard(target: DialectTarget, options: Partial<GuardOptions> = {}): Promise<TestGuard> {
   const url = databaseUrl(target);
   const prefix = uniquePrefix();
   const tested = guardOn(url, prefix, options);
@@ -36,7 +36,7 @@ export async function migratedGuard(target: DialectTarget, options: GuardOptions
 }
 
 /** Another guard on the same tables, as a second replica would have. */
-export function guardOn(url: string, prefix: string, options: GuardOptions = {}): TestGuard {
+export function guardOn(url: string, prefix: string, options: Partial<GuardOptions> = {}): TestGuard {
   const logger = recordingLogger();
   const guard = createGuard({ database: url, tablePrefix: prefix, logger, ...options });
   open.push(guard);

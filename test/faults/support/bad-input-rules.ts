@@ -68,7 +68,7 @@ export function expectTypeError(error: unknown, start: string): TypeError {
 }
 
 /** A guard that never connects (nothing is opened before the first statement), closed after `use`. */
-export async function withGuard<T>(use: (guard: Guard) => T | Promise<T>, options: GuardOptions = {}): Promise<T> {
+export async function withGuard<T>(use: (guard: Guard) => T | Promise<T>, options: Partial<GuardOptions> = {}): Promise<T> {
   const guard = createGuard({ database: 'sqlite::memory:', telemetry: false, ...options });
   try {
     return await use(guard);

@@ -1,0 +1,20 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * The version in cronguard's package.json, read when asked: the CLI runs from dist/src/cli/ when
+ * installed and from src/cli/ in this repository, so the file is looked for in the folders above
+ * this module, the nearest one named cronguard.
+ */
+export function packageVersion(): string {
+  let folder = new URL('.', import.meta.url);
+  for (let depth = 0; depth < 5; depth += 1) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL('package.json', folder), 'utf8')) as { name?: unknown; version?: unknown };
+      if (manifest.name === 'cronguard' && typeof manifest.version === 'string') return manifest.version;
+    } catch {
+      // No package.json here (or not ours): look one folder up.
+    }
+    folder = new URL('..', folder);
+  }
+  throw new Error("cronguard's package.json was not found above the CLI's folder");
+}
