@@ -2,6 +2,8 @@ import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
 import { quotedTable } from '../database/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
+import { asByteStrings } from './bound-parameters.js';
+import { bindsParameters } from './connection.js';
 import { mysqlTime } from './reads.js';
 
 /** ER_DUP_ENTRY */
@@ -104,10 +106,14 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   // resulting deadlocks by rolling one statement back (seen: 1,000 new jobs fired at once by two
   // replicas). A rolled-back autocommit statement had no effect at all, so it is sent again; a
   // victim that gave up instead would leave its job run by nobody for that slot.
+  // The parameters are bound (mysql2 `execute`) on the guard's own pool and on a pool passed in;
+  // through a Kysely instance passed in, strings go as bytes (see asByteStrings): never as SQL text.
+  const encode = bindsParameters(db) ? (parameters: unknown[]) => parameters : asByteStrings;
   async function execute<Row>(sql: string, parameters: unknown[]): Promise<QueryResult<Row>> {
+    const compiled = CompiledQuery.raw(sql, encode(parameters));
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await db.executeQuery<Row>(CompiledQuery.raw(sql, parameters));
+        return await db.executeQuery<Row>(compiled);
       } catch (error) {
         if ((error as { errno?: unknown }).errno !== DEADLOCK || attempt >= DEADLOCK_ATTEMPTS) throw error;
       }
