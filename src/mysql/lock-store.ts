@@ -130,12 +130,24 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
    SET lock_until = GREATEST(UTC_TIMESTAMP(3), locked_at + INTERVAL ? MICROSECOND), token = NULL
  WHERE name = ? AND token = ?`;
 
+  // A start whose reply never came (the connection dropped after the INSERT committed) may have left
+  // this execution's run row `running`, and the run it took over from unmarked: this marks both
+  // `abandoned` (the job did not run; the other's lock had expired), matching them through the lock
+  // row this execution still holds. Sent before the lock is given back, and the lock is given back
+  // only once it succeeded: otherwise the row keeps this token, and the next taker (after
+  // lockAtMostFor) marks the run abandoned through previous_token, as for a crashed holder.
+  const abandonSql = `UPDATE ${runs} r JOIN ${locks} l ON l.name = ? AND l.token = ?
+   SET r.status = 'abandoned'
+ WHERE r.id IN (l.token, l.previous_token) AND r.status = 'running'`;
+
   async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
     if (!history) return 'acquired';
     try {
       await execute(startSql, [token, slot, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]);
     } catch (error) {
-      await execute(abortSql, [job.name, token]).catch(() => undefined);
+      await execute(abandonSql, [job.name, token])
+        .then(() => execute(abortSql, [job.name, token]))
+        .catch(() => undefined);
       throw error;
     }
     return 'acquired';
