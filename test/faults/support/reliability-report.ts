@@ -31,6 +31,11 @@ const DESCRIPTIONS: Record<ScenarioId, string> = {
   'pool-exhaustion':
     'Two replica processes, each with a pool of 5 connections (SQLite: its one connection), fire the same 1,000 jobs in the same second, five bursts. ' +
     'Lost: a call that never settled or threw, a job run by no replica or by two, an error skip, heap (after a GC) growing more than 5 MB from the second burst to the last. `test/faults/pool-exhaustion.test.ts`.',
+  'bad-server-settings':
+    'Servers this scenario starts or configures itself: MariaDB with `NO_BACKSLASH_ESCAPES,ANSI_QUOTES` in sql_mode and `SERIALIZABLE` or `REPEATABLE READ` set globally; PostgreSQL with ' +
+    "`default_transaction_isolation = 'repeatable read'` on the database. Four OS processes run 16 jobs, half with hostile names (quotes, backslashes, `-- `, backticks, emoji, 255 characters), " +
+    'for the same slot at once, round after round, and `unlock()` every hostile name while another job holds its lock. Lost: a (job, slot) run twice or by nobody, ' +
+    'a change to the other job\'s lock row, an error skip or a logged error. `test/faults/bad-server-settings.test.ts`.',
 };
 
 /** Scenarios that cannot apply to a dialect, and why: shown as such in the table, not run. */

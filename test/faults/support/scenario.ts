@@ -21,6 +21,7 @@ export const SCENARIOS = {
   'bad-input': '6. Bad input',
   'slow-database': '7. Slow database',
   'pool-exhaustion': '8. Pool exhaustion',
+  'bad-server-settings': '9. Bad server settings',
 } as const;
 export type ScenarioId = keyof typeof SCENARIOS;
 
