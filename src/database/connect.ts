@@ -2,7 +2,7 @@ import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely } from 'kysel
 import { describeValue } from '../guard/describe-value.js';
 import { describeWrongDatabase } from './handle-kinds.js';
 import type { Dialect, OpenSettings } from '../guard/dialect.js';
-import { adoptMysqlPool, isMysqlPool, type MysqlPoolLike } from '../mysql/connection.js';
+import { adoptMysqlKysely, adoptMysqlPool, isMysqlPool, type MysqlPoolLike } from '../mysql/connection.js';
 import { mysqlDialect } from '../mysql/dialect.js';
 import { adoptPostgresPool, isPostgresPool, type PostgresPoolLike } from '../postgres/connection.js';
 import { postgresDialect } from '../postgres/dialect.js';
@@ -68,7 +68,11 @@ export function openDatabase(input: DatabaseInput, dialect: Dialect, settings: O
     return { db, native, dialect, close: close ?? (() => db.destroy()) };
   }
   const yours = { dialect, close: () => Promise.resolve() };
-  if (isKysely(input)) return { ...yours, db: input as unknown as Kysely<unknown>, native: undefined };
+  if (isKysely(input)) {
+    const db = input as unknown as Kysely<unknown>;
+    // MySQL: the guard's strings go through the user's driver as bytes, never as quoted text.
+    return { ...yours, db: dialect.name === 'mysql' ? adoptMysqlKysely(db) : db, native: undefined };
+  }
   if (isPostgresPool(input)) return { ...yours, db: adoptPostgresPool(input), native: input };
   if (isMysqlPool(input)) return { ...yours, db: adoptMysqlPool(input), native: input };
   return { ...yours, db: adoptSqliteDatabase(input), native: input };

@@ -2,6 +2,8 @@ import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
 import { quotedTable } from '../database/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../guard/dialect.js';
 import type { ResolvedJob } from '../guard/job-options.js';
+import { asByteStrings } from './bound-parameters.js';
+import { bindsParameters } from './connection.js';
 import { mysqlTime } from './reads.js';
 
 /** ER_DUP_ENTRY */
@@ -104,10 +106,14 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   // resulting deadlocks by rolling one statement back (seen: 1,000 new jobs fired at once by two
   // replicas). A rolled-back autocommit statement had no effect at all, so it is sent again; a
   // victim that gave up instead would leave its job run by nobody for that slot.
+  // The parameters are bound (mysql2 `execute`) on the guard's own pool and on a pool passed in;
+  // through a Kysely instance passed in, strings go as bytes (see asByteStrings): never as SQL text.
+  const encode = bindsParameters(db) ? (parameters: unknown[]) => parameters : asByteStrings;
   async function execute<Row>(sql: string, parameters: unknown[]): Promise<QueryResult<Row>> {
+    const compiled = CompiledQuery.raw(sql, encode(parameters));
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await db.executeQuery<Row>(CompiledQuery.raw(sql, parameters));
+        return await db.executeQuery<Row>(compiled);
       } catch (error) {
         if ((error as { errno?: unknown }).errno !== DEADLOCK || attempt >= DEADLOCK_ATTEMPTS) throw error;
       }
@@ -124,12 +130,24 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
    SET lock_until = GREATEST(UTC_TIMESTAMP(3), locked_at + INTERVAL ? MICROSECOND), token = NULL
  WHERE name = ? AND token = ?`;
 
+  // A start whose reply never came (the connection dropped after the INSERT committed) may have left
+  // this execution's run row `running`, and the run it took over from unmarked: this marks both
+  // `abandoned` (the job did not run; the other's lock had expired), matching them through the lock
+  // row this execution still holds. Sent before the lock is given back, and the lock is given back
+  // only once it succeeded: otherwise the row keeps this token, and the next taker (after
+  // lockAtMostFor) marks the run abandoned through previous_token, as for a crashed holder.
+  const abandonSql = `UPDATE ${runs} r JOIN ${locks} l ON l.name = ? AND l.token = ?
+   SET r.status = 'abandoned'
+ WHERE r.id IN (l.token, l.previous_token) AND r.status = 'running'`;
+
   async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
     if (!history) return 'acquired';
     try {
       await execute(startSql, [token, slot, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]);
     } catch (error) {
-      await execute(abortSql, [job.name, token]).catch(() => undefined);
+      await execute(abandonSql, [job.name, token])
+        .then(() => execute(abortSql, [job.name, token]))
+        .catch(() => undefined);
       throw error;
     }
     return 'acquired';

@@ -410,7 +410,16 @@ async function waitForMariadb(
   }
 }
 
-export async function startMariadb(): Promise<RestartableDatabase> {
+/** Options of `startMariadb`. */
+export interface MariadbOptions {
+  /**
+   * Extra server flags (`--sql-mode=ANSI_QUOTES`, `--transaction-isolation=SERIALIZABLE`), for a
+   * test that needs server-wide settings: never set those on the shared test server.
+   */
+  readonly serverFlags?: readonly string[];
+}
+
+export async function startMariadb({ serverFlags = [] }: MariadbOptions = {}): Promise<RestartableDatabase> {
   const mariadbd = findMariadbd();
   if (mariadbd === undefined) {
     throw new Error('cronguard: mariadbd not found. Install it with: apt-get install -y mariadb-server');
@@ -460,6 +469,7 @@ export async function startMariadb(): Promise<RestartableDatabase> {
     // The datadir is deleted after stop, so skip flushing dirty pages at shutdown. After halt(),
     // the next start recovers from the redo log: committed transactions survive.
     '--innodb-fast-shutdown=2',
+    ...serverFlags,
   ];
   let server = spawnMariadbd(mariadbd, args, log);
   let halted = false;

@@ -35,6 +35,11 @@ const DESCRIPTIONS: Record<ScenarioId, string> = {
     'Jobs throw what breaks naive error handling: messages with NUL, lone UTF-16 surrogates, 10,000 emoji; `Object.create(null)`, a revoked Proxy, objects whose `toString` or `message` getter throws. ' +
     'Every kind at once, round after round; right after each run rejects, another replica runs the same job. ' +
     'Lost: a lock left held (the replica skipped), a history row not in a final status or missing, error text a dialect cannot store, `run` rejecting with anything but the thrown value. `test/faults/hostile-job-errors.test.ts`.',
+  'bad-server-settings':
+    'Servers this scenario starts or configures itself: MariaDB with `NO_BACKSLASH_ESCAPES,ANSI_QUOTES` in sql_mode and `SERIALIZABLE` or `REPEATABLE READ` set globally; PostgreSQL with ' +
+    "`default_transaction_isolation = 'repeatable read'` on the database. Four OS processes run 16 jobs, half with hostile names (quotes, backslashes, `-- `, backticks, emoji, 255 characters), " +
+    'for the same slot at once, round after round, and `unlock()` every hostile name while another job holds its lock. Lost: a (job, slot) run twice or by nobody, ' +
+    'a change to the other job\'s lock row, an error skip or a logged error. `test/faults/bad-server-settings.test.ts`.',
 };
 
 /** Scenarios that cannot apply to a dialect, and why: shown as such in the table, not run. */

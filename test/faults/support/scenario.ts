@@ -22,6 +22,7 @@ export const SCENARIOS = {
   'slow-database': '7. Slow database',
   'pool-exhaustion': '8. Pool exhaustion',
   'hostile-job-errors': '9. Hostile job errors',
+  'bad-server-settings': '10. Bad server settings',
 } as const;
 export type ScenarioId = keyof typeof SCENARIOS;
 

@@ -1,0 +1,115 @@
+import { Buffer } from 'node:buffer';
+import { OperationNodeTransformer, type KyselyPlugin, type MysqlPool, type MysqlPoolConnection, type PluginTransformQueryArgs, type PluginTransformResultArgs, type PrimitiveValueListNode, type QueryResult, type RootOperationNode, type UnknownRow, type ValueNode } from 'kysely';
+
+// mysql2's `query(sql, values)` writes the values into the SQL text itself, escaping quotes with
+// backslashes. A server whose sql_mode holds NO_BACKSLASH_ESCAPES reads `\'` as a backslash and a
+// closing quote, so a job name such as `x\' OR 1=1 -- ` became SQL: `unlock()` freed every lock.
+// Everything here keeps values out of the SQL text, whatever the server's sql_mode.
+
+type Callback = (error: unknown, result: never) => void;
+
+/** mysql2's callback connection, as the pool hands it out. */
+interface Mysql2Connection {
+  query(sql: string, values: unknown[], callback: Callback): unknown;
+  execute(sql: string, values: unknown[], callback: Callback): unknown;
+  release(): void;
+}
+
+/** mysql2's callback pool (`mysql2.createPool`, or a promise pool's `.pool`). */
+export interface Mysql2CallbackPool {
+  getConnection(callback: (error: unknown, connection: Mysql2Connection) => void): void;
+  end(callback: (error: unknown) => void): void;
+}
+
+/**
+ * A pool for Kysely's MysqlDriver whose connections send every statement that has parameters as a
+ * server-side prepared statement (mysql2 `execute`: the values travel apart from the SQL text, in
+ * the binary protocol). mysql2 caches each prepared statement per connection (LRU, its
+ * `maxPreparedStatements`), and the guard's statements are a small fixed set, built once; a
+ * statement without parameters (DDL, `SELECT 1`) holds no value and goes as text, as some of
+ * them cannot be prepared.
+ */
+export function boundParameterPool(pool: Mysql2CallbackPool): MysqlPool {
+  // One wrapper per connection: Kysely keys its own per-connection state on the object it gets.
+  const wrappers = new WeakMap<Mysql2Connection, MysqlPoolConnection>();
+  return {
+    getConnection(callback) {
+      pool.getConnection((error, connection) => {
+        if (error !== null && error !== undefined) {
+          callback(error, connection as unknown as MysqlPoolConnection);
+          return;
+        }
+        let wrapper = wrappers.get(connection);
+        if (wrapper === undefined) {
+          wrapper = boundParameterConnection(connection);
+          wrappers.set(connection, wrapper);
+        }
+        callback(null, wrapper);
+      });
+    },
+    end: (callback) => pool.end(callback),
+  };
+}
+
+function boundParameterConnection(connection: Mysql2Connection): MysqlPoolConnection {
+  return {
+    query(sql: string, parameters: unknown[], callback?: Callback) {
+      // Kysely streams only when asked to (`.stream()`), which the guard never does.
+      if (callback === undefined) throw new TypeError('cronguard: streaming is not supported on its MySQL connections');
+      if (parameters.length === 0) connection.query(sql, parameters, callback);
+      else connection.execute(sql, parameters.map(bindable), callback);
+    },
+    release: () => connection.release(),
+  } as MysqlPoolConnection;
+}
+
+/**
+ * A value as mysql2 `execute` can bind it on MySQL 8 and MariaDB alike. Integers go as decimal
+ * text: mysql2 binds a JS number as a DOUBLE, which MySQL 8.0.22+ refuses for `LIMIT ?` ("Incorrect
+ * arguments to mysqld_stmt_execute"), and a BigInt only as text in some versions; the server
+ * converts the text wherever an integer is expected (LIMIT, INTERVAL, a BIGINT column). `undefined`
+ * is NULL, as `query()` writes it (`execute` refuses it). Dates are never passed: times go as UTC
+ * text (`mysqlTime`), as a Date would be written in the connection's time zone.
+ */
+function bindable(value: unknown): unknown {
+  if (value === undefined) return null;
+  if (typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value))) return String(value);
+  return value;
+}
+
+/**
+ * For a Kysely instance passed in by the user, whose driver the guard cannot change: every string
+ * parameter becomes its UTF-8 bytes. mysql2 `query()` writes bytes as a hex literal (`X'6a6f62'`),
+ * which holds no quote or backslash, so no sql_mode can end it early; a driver that binds (mysql2
+ * `execute`) sends them as bytes. The server converts them back to text wherever a text column or
+ * a time is expected, and compares them with the column's collation.
+ */
+export function asByteStrings(parameters: readonly unknown[]): unknown[] {
+  return parameters.map((value) => (typeof value === 'string' ? Buffer.from(value, 'utf8') : value));
+}
+
+class ByteStringValues extends OperationNodeTransformer {
+  protected override transformValue(node: ValueNode): ValueNode {
+    const value: unknown = node.value;
+    // An immediate value is written into the SQL by Kysely itself: the guard passes none of the user's.
+    return typeof value === 'string' && node.immediate !== true ? { ...node, value: Buffer.from(value, 'utf8') } : super.transformValue(node);
+  }
+
+  /** The values of an INSERT whose values are all plain (the migrator's bookkeeping row). */
+  protected override transformPrimitiveValueList(node: PrimitiveValueListNode): PrimitiveValueListNode {
+    return { ...node, values: asByteStrings(node.values) };
+  }
+}
+
+/** `asByteStrings` for what goes through Kysely's query builder and `sql` templates (history, locks, prune, migrations). */
+export class ByteStringParameters implements KyselyPlugin {
+  readonly #values = new ByteStringValues();
+
+  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
+    return this.#values.transformNode(node);
+  }
+
+  transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return Promise.resolve(result);
+  }
+}
