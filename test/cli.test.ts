@@ -176,7 +176,7 @@ describe('cronguard usage errors', () => {
     const cases = [
       { args: ['prune', '--older-than', '5 minutes', ...memory], message: `Expected --older-than to be a duration like '5m' or 'PT5M', got "5 minutes"` },
       { args: ['history', '--since', '5x', ...memory], message: `Expected --since to be a duration like '5m' or 'PT5M', got "5x"` },
-      { args: ['history', '--status', 'bogus', ...memory], message: 'Expected --status to be one of running, succeeded, failed, abandoned, skipped, got "bogus"' },
+      { args: ['history', '--status', 'bogus', ...memory], message: 'Expected --status to be one of running, succeeded, failed, cancelled, abandoned, skipped, got "bogus"' },
       { args: ['history', '--limit', '0', ...memory], message: 'Expected --limit to be an integer from 1 to 1000, got 0' },
       { args: ['history', '--job', '', ...memory], message: 'Expected --job to be a string of 1 to 255 characters without NUL, got ""' },
       { args: ['history', '--before', 'nope', ...memory], message: 'Expected --before to be the `next` cursor of a history page, got "nope"' },

@@ -72,6 +72,7 @@ export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
     job.job,
     String(job.runs),
     String(job.failed),
+    String(job.cancelled),
     String(job.abandoned),
     String(job.overran),
     formatDuration(job.p50Ms),
@@ -83,7 +84,7 @@ export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
   ]);
   const problems = jobs.flatMap((job) => job.problems.map((problem) => printable(`${job.job}: ${problem}`)));
   const table = formatTable(
-    ['job', 'runs', 'failed', 'abandoned', 'overran', 'p50', 'p95', 'max', 'lock at most for', 'suggested', 'status'],
+    ['job', 'runs', 'failed', 'cancelled', 'abandoned', 'overran', 'p50', 'p95', 'max', 'lock at most for', 'suggested', 'status'],
     rows,
   );
   const text =

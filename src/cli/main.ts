@@ -24,7 +24,7 @@ Commands:
   migrate                     Create or update the cronguard tables
   locks                       Every lock: held or free, holder, time left
   history                     Runs, newest first
-      --job <name>  --status <running|succeeded|failed|abandoned|skipped>
+      --job <name>  --status <running|succeeded|failed|cancelled|abandoned|skipped>
       --since <24h>  --limit <50>  --before <cursor: the "next" of a --json page>
   doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
   prune --older-than <30d>    Delete old runs, keeping each job's newest
