@@ -1,10 +1,10 @@
 import type { ScheduledTask } from 'node-cron';
-import type { ExecuteEnvironment } from './environment.js';
-import { messageOf } from './errors.js';
-import { shutdownReason } from './execute.js';
-import type { InFlight } from './in-flight.js';
-import type { Logger } from './logger.js';
-import { TIMED_OUT, withTimeout } from './timeout.js';
+import type { ExecuteEnvironment } from '../core/environment.js';
+import { messageOf } from '../core/errors.js';
+import { shutdownReason } from '../core/execute.js';
+import type { InFlight } from '../core/in-flight.js';
+import type { Logger } from '../core/logger.js';
+import { TIMED_OUT, withTimeout } from '../core/timeout.js';
 
 /**
  * How long shutdown waits past its timeout for each of the two things it does then: the cancelled

@@ -1,8 +1,8 @@
 import { Cron } from '@nestjs/schedule';
 import { resolvedJobRunner, type Guard } from '../guard/create-guard.js';
-import { GuardError } from '../guard/errors.js';
-import { checkJobOptions, type JobOptions, type ResolvedJob } from '../guard/job-options.js';
-import { createGuardedDecorator } from '../decorator/guarded.js';
+import { GuardError } from '../core/errors.js';
+import { checkJobOptions, type JobOptions, type ResolvedJob } from '../core/job-options.js';
+import { createGuardedDecorator } from '../integrations/decorators/guarded.js';
 import { currentModuleGuard } from './module-guard.js';
 
 /** Options of `@GuardedCron`: the job's, less `cron` and `timezone`, which come from the expression and `timeZone`. */
