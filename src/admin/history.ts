@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { quotedTable } from '../dialects/quote.js';
+import { quotedTable } from '../dialects/common/quote.js';
 import { describeValue } from '../core/describe-value.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';

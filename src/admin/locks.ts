@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { quotedTable } from '../dialects/quote.js';
+import { quotedTable } from '../dialects/common/quote.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { toDate } from './run-record.js';
 

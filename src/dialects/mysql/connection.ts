@@ -1,6 +1,6 @@
 import { Kysely, MysqlDialect, type MysqlPool } from 'kysely';
 import type * as mysql2 from 'mysql2';
-import { loadDriver } from '../load-driver.js';
+import { loadDriver } from '../common/load-driver.js';
 import type { OpenSettings } from '../../core/dialect.js';
 
 /**

@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
-import { quotedTable } from '../quote.js';
+import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { mysqlTime } from './reads.js';

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
-import { loadDriver } from '../load-driver.js';
+import { loadDriver } from '../common/load-driver.js';
 import type { OpenSettings } from '../../core/dialect.js';
 
 /** Structural type of a node-postgres `Pool`, so that the public API does not need `@types/pg`. */

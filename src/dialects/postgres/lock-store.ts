@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { isPostgresSerializationFailure as isSerializationFailure } from './schema.js';
 import { statementRunner } from './statement-runner.js';
-import { quotedTable } from '../quote.js';
+import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
-import { loadDriver } from '../load-driver.js';
+import { loadDriver } from '../common/load-driver.js';
 import type { OpenSettings } from '../../core/dialect.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
 import type { LazySqliteDatabase } from './statement-runner.js';

@@ -1,13 +1,16 @@
-import { resolvedJobRunner, type Guard } from '../../guard/create-guard.js';
 import { GuardError } from '../../core/errors.js';
 import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
 import { checkJobOptions } from '../../core/job-options.js';
+import { RUNNER, type RunnerHost } from '../../core/runner.js';
 import { createGuardedDecorator, type GuardedDecorator } from './guarded.js';
 
-let defaultGuard: Guard | undefined;
+let defaultGuard: RunnerHost | undefined;
 
-/** Sets the guard that the standalone `guarded()` decorator uses; `undefined` unsets it. */
-export function setDefaultGuard(guard: Guard | undefined): void {
+/**
+ * Sets the guard (what `createGuard` returns) that the standalone `guarded()` decorator uses;
+ * `undefined` unsets it.
+ */
+export function setDefaultGuard(guard: RunnerHost | undefined): void {
   defaultGuard = guard;
 }
 
@@ -18,7 +21,7 @@ export function setDefaultGuard(guard: Guard | undefined): void {
  */
 export function guarded(options: JobOptions): GuardedDecorator {
   checkJobOptions(options);
-  const resolved = new WeakMap<Guard, ResolvedJob>();
+  const resolved = new WeakMap<RunnerHost, ResolvedJob>();
   return createGuardedDecorator(async (fn) => {
     const guard = defaultGuard;
     if (guard === undefined) {
@@ -29,7 +32,7 @@ export function guarded(options: JobOptions): GuardedDecorator {
         { job: options.name },
       );
     }
-    const runner = resolvedJobRunner(guard);
+    const runner = guard[RUNNER];
     let job = resolved.get(guard);
     if (job === undefined) {
       job = runner.resolveDecoratedJob(options);

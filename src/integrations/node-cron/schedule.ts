@@ -2,7 +2,7 @@ import { IANAZone } from 'luxon';
 import { schedule as scheduleTask, validateDetailed, type ScheduledTask } from 'node-cron';
 import { isCancellation } from '../../core/cancellation.js';
 import { describeValue } from '../../core/describe-value.js';
-import type { ResolvedJobRunner } from '../../guard/create-guard.js';
+import type { ResolvedJobRunner } from '../../core/runner.js';
 import { messageOf, type GuardError } from '../../core/errors.js';
 import type { ExecutionContext } from '../../core/execution-context.js';
 import type { JobFunction } from '../../core/execute.js';

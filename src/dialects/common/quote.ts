@@ -1,4 +1,4 @@
-import type { TableNames } from '../core/dialect.js';
+import type { TableNames } from '../../core/dialect.js';
 
 type TableKey = 'locks' | 'runs' | 'migrations' | 'migrationLock';
 
