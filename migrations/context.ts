@@ -1,4 +1,4 @@
-import type { Dialect, TableNames } from '../src/guard/dialect.js';
+import type { Dialect, TableNames } from '../src/core/dialect.js';
 
 /** What a migration needs to know: the guard's table names and its dialect's column types. */
 export interface MigrationContext {

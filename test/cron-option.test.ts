@@ -4,7 +4,7 @@
 import cron from 'node-cron';
 import { describe, expect, it } from 'vitest';
 import { createGuard, guarded, type RunOptions } from '../src/index.js';
-import { EARLY_CALL_TOLERANCE_MS } from '../src/schedule-slot/cron-slots.js';
+import { EARLY_CALL_TOLERANCE_MS } from '../src/core/cron-slots.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { startWorker } from './support/processes.js';

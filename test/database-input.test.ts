@@ -7,7 +7,7 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type DatabaseInput } from '../src/index.js';
-import { sqlitePath } from '../src/sqlite/connection.js';
+import { sqlitePath } from '../src/dialects/sqlite/connection.js';
 import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
 import { recordingLogger } from './support/guards.js';
 

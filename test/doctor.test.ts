@@ -1,8 +1,8 @@
 // doctor's diagnosis of one job from its runs: a pure function over history rows (the rows
 // themselves come from every dialect in history.test.ts and cli.test.ts).
 import { describe, expect, it } from 'vitest';
-import { diagnoseJob } from '../src/history/doctor.js';
-import type { RunRecord } from '../src/history/run-record.js';
+import { diagnoseJob } from '../src/admin/doctor.js';
+import type { RunRecord } from '../src/admin/run-record.js';
 
 const now = new Date('2026-11-29T12:00:00.000Z');
 

@@ -1,7 +1,7 @@
 // SQLite and MySQL/MariaDB: a losing acquire writes nothing (PostgreSQL: test/postgres-wal.test.ts).
 import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { sqlitePath } from '../src/sqlite/connection.js';
+import { sqlitePath } from '../src/dialects/sqlite/connection.js';
 import { dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';

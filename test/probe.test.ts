@@ -6,7 +6,7 @@ import { createPool } from 'mysql2';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
-import { sqlitePath } from '../src/sqlite/connection.js';
+import { sqlitePath } from '../src/dialects/sqlite/connection.js';
 import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
 import { guardOn, migratedGuard, recordingLogger } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';

@@ -4,9 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/database/connect.js';
+import { openDatabase } from '../src/dialects/connect.js';
 import { resolveGuardOptions } from '../src/guard/guard-options.js';
-import { resolveJob } from '../src/guard/job-options.js';
+import { resolveJob } from '../src/core/job-options.js';
 import { dialectTargets } from './support/dialects.js';
 import { migratedGuard } from './support/guards.js';
 

@@ -1,5 +1,5 @@
 import type { Guard } from '../guard/create-guard.js';
-import type { RunStatus } from '../history/run-record.js';
+import type { RunStatus } from '../admin/run-record.js';
 import { formatDuration, formatTable, formatTime, oneLine, printable } from './format.js';
 
 /** What a command prints and its exit code: 0 fine, 1 doctor found problems or unlock found no lock. */

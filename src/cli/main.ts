@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
 import { printable } from './format.js';
-import { messageOf } from '../guard/errors.js';
+import { messageOf } from '../core/errors.js';
 import { packageVersion } from './package-version.js';
-import { sqlitePath } from '../sqlite/connection.js';
+import { sqlitePath } from '../dialects/sqlite/connection.js';
 import {
   doctorCommand,
   historyCommand,

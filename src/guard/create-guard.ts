@@ -1,69 +1,35 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
-import { openDatabase } from '../database/connect.js';
-import { runMigrations } from '../database/migrate.js';
-import { createGuardedDecorator, type GuardedDecorator } from '../decorator/guarded.js';
-import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from '../history/doctor.js';
-import { createHistoryReader, pointInTime, type HistoryPage, type HistoryQuery } from '../history/history.js';
-import { createLockReader, type LockRecord } from '../history/locks.js';
-import { createPruner } from '../history/prune.js';
-import { ConnectionWarmUp } from '../node-cron/connection-warm-up.js';
-import { createRunCoordinator, type CoordinatorOptions } from '../node-cron/coordinator.js';
-import { scheduleJob, type ScheduleOptions } from '../node-cron/schedule.js';
-import { reportToOpenTelemetry } from '../telemetry/opentelemetry.js';
-import type { DialectName } from './dialect.js';
-import { parseDuration, type DurationInput } from './duration.js';
-import { GuardError, messageOf } from './errors.js';
-import type { ExecuteEnvironment } from './environment.js';
-import { GuardEvents, type GuardEventMap, type GuardEventName } from './events.js';
-import { execute, type JobFunction } from './execute.js';
+import { openDatabase } from '../dialects/connect.js';
+import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
+import { Administration } from '../admin/administration.js';
+import type { JobDiagnosis } from '../admin/doctor.js';
+import { pointInTime, type HistoryPage, type HistoryQuery } from '../admin/history.js';
+import type { LockRecord } from '../admin/locks.js';
+import { ConnectionWarmUp } from '../integrations/node-cron/connection-warm-up.js';
+import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
+import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/schedule.js';
+import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
+import type { DialectName } from '../core/dialect.js';
+import { parseDuration, type DurationInput } from '../core/duration.js';
+import { GuardError } from '../core/errors.js';
+import type { ExecuteEnvironment } from '../core/environment.js';
+import { GuardEvents, type GuardEventMap, type GuardEventName } from '../core/events.js';
+import { execute, type JobFunction } from '../core/execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
-import { InFlight } from './in-flight.js';
-import { ReleasedLocks } from './released-locks.js';
-import { shutdownGuard } from './shutdown.js';
-import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from './job-options.js';
-import type { RunResult } from './run-result.js';
-import { UnslottedWarning } from '../schedule-slot/unslotted-warning.js';
+import { InFlight } from '../core/in-flight.js';
+import { ReleasedLocks } from '../core/released-locks.js';
+import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
+import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
+import type { RunResult } from '../core/run-result.js';
+import { RUNNER, type ResolvedJobRunner, type RunnerHost } from '../core/runner.js';
+import { UnslottedWarning } from '../core/unslotted-warning.js';
 
-/** How often a guard with `historyRetention` prunes, and how much at a time. */
-const RETENTION_INTERVAL_MS = 3_600_000;
-const RETENTION_MAX_BATCHES = 10;
 /** What a connection warm-up sends on each connection. */
 const SELECT_ONE = CompiledQuery.raw('SELECT 1');
 
-/** Options of `guard.shutdown`. */
-export interface ShutdownOptions {
-  /**
-   * How long to wait for runs in flight to finish and release. Shutdown resolves within this plus
-   * about 2 s whatever the database does; a bad value rejects with a `TypeError`. @default '30s'
-   */
-  timeout?: DurationInput;
-}
-
-/**
- * What the guard's own modules (the standalone decorator, `guard.schedule`) need to run a job whose
- * options were validated once, beforehand. Not part of the package's API.
- */
-export interface ResolvedJobRunner {
-  resolveJob(options: JobOptions): ResolvedJob;
-  /** `resolveJob` for a method decorator: warns once when the job has neither `cron` nor lockAtLeastFor. */
-  resolveDecoratedJob(options: JobOptions): ResolvedJob;
-  runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>>;
-}
-
-let runnerOfGuard: (guard: Guard) => ResolvedJobRunner;
-
-/** The guard's runner for validated jobs, for this package's modules only (not exported from index.ts). */
-export function resolvedJobRunner(guard: Guard): ResolvedJobRunner {
-  return runnerOfGuard(guard);
-}
-
 /** A guard: runs jobs under their lock rows in one database. */
-export class Guard {
-  static {
-    runnerOfGuard = (guard) => guard.#runner;
-  }
-
+export class Guard implements RunnerHost {
   /** The dialect of the guard's database. */
   readonly dialect: DialectName;
   readonly #options: ResolvedGuardOptions;
@@ -71,17 +37,13 @@ export class Guard {
   /** Ends the pool or file the guard opened itself; nothing for one passed in. */
   readonly #closeDatabase: () => Promise<void>;
   readonly #environment: ExecuteEnvironment;
-  readonly #readHistory: ReturnType<typeof createHistoryReader>;
-  readonly #lockReader: ReturnType<typeof createLockReader>;
-  readonly #prune: ReturnType<typeof createPruner>;
+  readonly #admin: Administration;
   readonly #inFlight = new InFlight();
   readonly #tasks = new Set<ScheduledTask>();
   /** Before a scheduled fire after a quiet spell, opens the connections its runs will need. */
   readonly #warmUp = new ConnectionWarmUp(this.#tasks, async (connections) => {
     await Promise.all(Array.from({ length: connections }, () => this.#db.executeQuery(SELECT_ONE)));
   });
-  /** performance.now() of the last retention prune; the first comes after the first run. */
-  #prunedAt = Number.NEGATIVE_INFINITY;
   #closed = false;
   #shutdown: Promise<void> | undefined;
   #unslottedWarning: UnslottedWarning | undefined;
@@ -132,9 +94,19 @@ export class Guard {
       stopped: stopped.signal,
       runContext: resolved.telemetry ? reportToOpenTelemetry(events) : undefined,
     };
-    this.#readHistory = createHistoryReader(opened.db, dialect, tables);
-    this.#lockReader = createLockReader(opened.db, dialect, tables);
-    this.#prune = createPruner(opened.db, dialect, tables);
+    this.#admin = new Administration({
+      db: opened.db,
+      dialect,
+      tables,
+      logger: resolved.logger,
+      retentionMs: resolved.retentionMs,
+      isClosed: () => this.#closed,
+    });
+  }
+
+  /** The guard's runner for validated jobs, for this package's integrations only. @internal */
+  get [RUNNER](): ResolvedJobRunner {
+    return this.#runner;
   }
 
   /**
@@ -157,7 +129,7 @@ export class Guard {
     // A job called by another scheduler claims the slot its `cron` last fired at (replica clock).
     const claimed = slot ?? job.cron?.slotAt(new Date()) ?? null;
     const result = await this.#inFlight.track(execute(this.#environment, job, fn, claimed));
-    if (result.executed) this.#pruneByRetention();
+    if (result.executed) this.#admin.pruneByRetention();
     return result;
   }
 
@@ -227,12 +199,12 @@ export class Guard {
 
   /** Runs from the history, newest first, with a cursor for the next page. */
   history(query?: HistoryQuery): Promise<HistoryPage> {
-    return this.#reading(() => this.#readHistory(query), 'history');
+    return this.#admin.history(query);
   }
 
   /** Every lock row with its holder, `held` or `free`, and the time left, on the database's clock. */
   locks(): Promise<LockRecord[]> {
-    return this.#reading(() => this.#lockReader.list(), 'locks');
+    return this.#admin.locks();
   }
 
   /**
@@ -241,7 +213,7 @@ export class Guard {
    */
   async unlock(name: string): Promise<boolean> {
     const job = validateJobName(name);
-    return this.#reading(() => this.#lockReader.unlock(job), 'unlock');
+    return this.#admin.unlock(job);
   }
 
   /**
@@ -249,15 +221,7 @@ export class Guard {
    * force, problems, and a suggested lockAtMostFor. What `cronguard doctor` prints.
    */
   async doctor(): Promise<JobDiagnosis[]> {
-    return this.#reading(async () => {
-      const now = await this.#lockReader.now();
-      const diagnoses: JobDiagnosis[] = [];
-      for (const lock of await this.#lockReader.list()) {
-        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB }, { withSkips: false });
-        diagnoses.push(diagnoseJob(lock.name, runs, now));
-      }
-      return diagnoses;
-    }, 'doctor');
+    return this.#admin.doctor();
   }
 
   /**
@@ -266,13 +230,12 @@ export class Guard {
    */
   async prune(olderThan: Date | DurationInput): Promise<number> {
     const cutoff = pointInTime(olderThan, 'olderThan');
-    return this.#reading(() => this.#prune(cutoff), 'prune');
+    return this.#admin.prune(cutoff);
   }
 
   /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */
   async migrate(): Promise<void> {
-    this.#assertOpen('migrate');
-    await runMigrations(this.#db, this.#environment.dialect, this.#options.tables);
+    await this.#admin.migrate();
   }
 
   /**
@@ -321,37 +284,6 @@ export class Guard {
       inFlight: this.#inFlight,
       closeDatabase: this.#closeDatabase,
     });
-  }
-
-  /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
-  #pruneByRetention(): void {
-    const retentionMs = this.#options.retentionMs;
-    if (retentionMs === undefined || performance.now() - this.#prunedAt < RETENTION_INTERVAL_MS) return;
-    this.#prunedAt = performance.now();
-    this.#prune(new Date(Date.now() - retentionMs), RETENTION_MAX_BATCHES).catch((error: unknown) => {
-      this.#options.logger.error(`Pruning the run history failed: ${messageOf(error)}`);
-    });
-  }
-
-  /**
-   * After shutdown the pool is ended (or ending): a GuardError that says so, rather than whatever
-   * the driver says about a destroyed pool.
-   */
-  #assertOpen(method: string): void {
-    if (this.#closed) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
-  }
-
-  /** Turns "no such table" into a GuardError that says to migrate; refuses once the guard is shut down. */
-  async #reading<T>(read: () => Promise<T>, method: string): Promise<T> {
-    this.#assertOpen(method);
-    try {
-      return await read();
-    } catch (cause) {
-      if (!this.#environment.dialect.isMissingTable(cause)) throw cause;
-      throw new GuardError('TABLE_MISSING', 'The cronguard tables do not exist; run `cronguard migrate` or `await guard.migrate()`', {
-        cause,
-      });
-    }
   }
 }
 

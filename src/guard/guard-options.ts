@@ -1,11 +1,11 @@
 import { hostname } from 'node:os';
-import { dialectOf, missingDatabase, type DatabaseInput } from '../database/connect.js';
-import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../database/table-names.js';
-import { describeValue } from './describe-value.js';
-import type { Dialect, TableNames } from './dialect.js';
-import { parseDuration, type DurationInput } from './duration.js';
-import { resolveDefaults, type JobDefaults, type ResolvedDefaults } from './job-options.js';
-import { consoleLogger, safeLogger, type Logger } from './logger.js';
+import { dialectOf, missingDatabase, type DatabaseInput } from '../dialects/connect.js';
+import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../dialects/table-names.js';
+import { describeValue } from '../core/describe-value.js';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import { parseDuration, type DurationInput } from '../core/duration.js';
+import { resolveDefaults, type JobDefaults, type ResolvedDefaults } from '../core/job-options.js';
+import { consoleLogger, safeLogger, type Logger } from '../core/logger.js';
 
 /** How a guard connects and what its jobs default to. */
 export interface GuardOptions {

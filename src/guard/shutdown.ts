@@ -1,10 +1,20 @@
 import type { ScheduledTask } from 'node-cron';
-import type { ExecuteEnvironment } from './environment.js';
-import { messageOf } from './errors.js';
-import { shutdownReason } from './execute.js';
-import type { InFlight } from './in-flight.js';
-import type { Logger } from './logger.js';
-import { TIMED_OUT, withTimeout } from './timeout.js';
+import type { DurationInput } from '../core/duration.js';
+import type { ExecuteEnvironment } from '../core/environment.js';
+import { messageOf } from '../core/errors.js';
+import { shutdownReason } from '../core/execute.js';
+import type { InFlight } from '../core/in-flight.js';
+import type { Logger } from '../core/logger.js';
+import { TIMED_OUT, withTimeout } from '../core/timeout.js';
+
+/** Options of `guard.shutdown`. */
+export interface ShutdownOptions {
+  /**
+   * How long to wait for runs in flight to finish and release. Shutdown resolves within this plus
+   * about 2 s whatever the database does; a bad value rejects with a `TypeError`. @default '30s'
+   */
+  timeout?: DurationInput;
+}
 
 /**
  * How long shutdown waits past its timeout for each of the two things it does then: the cancelled

@@ -1,8 +1,8 @@
 import { Logger as NestLogger, type DynamicModule, type FactoryProvider, type ModuleMetadata, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { createGuard, Guard } from '../guard/create-guard.js';
-import type { DurationInput } from '../guard/duration.js';
+import type { DurationInput } from '../core/duration.js';
 import type { GuardOptions } from '../guard/guard-options.js';
-import type { Logger } from '../guard/logger.js';
+import type { Logger } from '../core/logger.js';
 import { setModuleGuard } from './module-guard.js';
 
 /** Options of `CronguardModule.forRoot`: the guard's, and what the module does at start-up and shutdown. */

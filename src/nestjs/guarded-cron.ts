@@ -1,8 +1,9 @@
 import { Cron } from '@nestjs/schedule';
-import { resolvedJobRunner, type Guard } from '../guard/create-guard.js';
-import { GuardError } from '../guard/errors.js';
-import { checkJobOptions, type JobOptions, type ResolvedJob } from '../guard/job-options.js';
-import { createGuardedDecorator } from '../decorator/guarded.js';
+import type { Guard } from '../guard/create-guard.js';
+import { RUNNER } from '../core/runner.js';
+import { GuardError } from '../core/errors.js';
+import { checkJobOptions, type JobOptions, type ResolvedJob } from '../core/job-options.js';
+import { createGuardedDecorator } from '../integrations/decorators/guarded.js';
 import { currentModuleGuard } from './module-guard.js';
 
 /** Options of `@GuardedCron`: the job's, less `cron` and `timezone`, which come from the expression and `timeZone`. */
@@ -38,7 +39,7 @@ export function GuardedCron(expression: string, options: GuardedCronOptions): Me
         { job: jobOptions.name },
       );
     }
-    const runner = resolvedJobRunner(moduleGuard);
+    const runner = moduleGuard[RUNNER];
     let resolvedJob = resolved.get(moduleGuard);
     if (resolvedJob === undefined) {
       resolvedJob = runner.resolveDecoratedJob(jobOptions);

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import type { DialectName } from '../../src/index.js';
-import { sqlitePath } from '../../src/sqlite/connection.js';
+import { sqlitePath } from '../../src/dialects/sqlite/connection.js';
 
 /** A plain driver connection for looking at the tables behind the guard's back. */
 export interface RawDatabase {

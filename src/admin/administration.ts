@@ -1,0 +1,111 @@
+import type { Kysely } from 'kysely';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import { GuardError, messageOf } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
+import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
+import { createLockReader, type LockRecord } from './locks.js';
+import { runMigrations } from './migrate.js';
+import { createPruner } from './prune.js';
+
+/** How often a guard with `historyRetention` prunes, and how much at a time. */
+const RETENTION_INTERVAL_MS = 3_600_000;
+const RETENTION_MAX_BATCHES = 10;
+
+/** What the admin methods of a guard work on. */
+export interface AdministrationParts {
+  readonly db: Kysely<unknown>;
+  readonly dialect: Dialect;
+  readonly tables: TableNames;
+  readonly logger: Logger;
+  /** `historyRetention` in ms; undefined: no background pruning. */
+  readonly retentionMs: number | undefined;
+  /** True once the guard is shut down: its pool is ended (or ending). */
+  readonly isClosed: () => boolean;
+}
+
+/**
+ * A guard's history, locks, unlock, doctor, prune and migrate: the reads and maintenance writes
+ * beside the runs. The `Guard` validates the arguments and delegates here.
+ */
+export class Administration {
+  readonly #parts: AdministrationParts;
+  readonly #readHistory: ReturnType<typeof createHistoryReader>;
+  readonly #lockReader: ReturnType<typeof createLockReader>;
+  readonly #prune: ReturnType<typeof createPruner>;
+  /** performance.now() of the last retention prune; the first comes after the first run. */
+  #prunedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(parts: AdministrationParts) {
+    this.#parts = parts;
+    this.#readHistory = createHistoryReader(parts.db, parts.dialect, parts.tables);
+    this.#lockReader = createLockReader(parts.db, parts.dialect, parts.tables);
+    this.#prune = createPruner(parts.db, parts.dialect, parts.tables);
+  }
+
+  history(query: HistoryQuery | undefined): Promise<HistoryPage> {
+    return this.#reading(() => this.#readHistory(query), 'history');
+  }
+
+  locks(): Promise<LockRecord[]> {
+    return this.#reading(() => this.#lockReader.list(), 'locks');
+  }
+
+  /** `job` is a validated job name. */
+  unlock(job: string): Promise<boolean> {
+    return this.#reading(() => this.#lockReader.unlock(job), 'unlock');
+  }
+
+  /** Per lock row, the diagnosis of its newest runs. */
+  doctor(): Promise<JobDiagnosis[]> {
+    return this.#reading(async () => {
+      const now = await this.#lockReader.now();
+      const diagnoses: JobDiagnosis[] = [];
+      for (const lock of await this.#lockReader.list()) {
+        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB }, { withSkips: false });
+        diagnoses.push(diagnoseJob(lock.name, runs, now));
+      }
+      return diagnoses;
+    }, 'doctor');
+  }
+
+  prune(cutoff: Date): Promise<number> {
+    return this.#reading(() => this.#prune(cutoff), 'prune');
+  }
+
+  async migrate(): Promise<void> {
+    this.#assertOpen('migrate');
+    await runMigrations(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+  }
+
+  /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
+  pruneByRetention(): void {
+    const retentionMs = this.#parts.retentionMs;
+    if (retentionMs === undefined || performance.now() - this.#prunedAt < RETENTION_INTERVAL_MS) return;
+    this.#prunedAt = performance.now();
+    this.#prune(new Date(Date.now() - retentionMs), RETENTION_MAX_BATCHES).catch((error: unknown) => {
+      this.#parts.logger.error(`Pruning the run history failed: ${messageOf(error)}`);
+    });
+  }
+
+  /**
+   * After shutdown the pool is ended (or ending): a GuardError that says so, rather than whatever
+   * the driver says about a destroyed pool.
+   */
+  #assertOpen(method: string): void {
+    if (this.#parts.isClosed()) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
+  }
+
+  /** Turns "no such table" into a GuardError that says to migrate; refuses once the guard is shut down. */
+  async #reading<T>(read: () => Promise<T>, method: string): Promise<T> {
+    this.#assertOpen(method);
+    try {
+      return await read();
+    } catch (cause) {
+      if (!this.#parts.dialect.isMissingTable(cause)) throw cause;
+      throw new GuardError('TABLE_MISSING', 'The cronguard tables do not exist; run `cronguard migrate` or `await guard.migrate()`', {
+        cause,
+      });
+    }
+  }
+}

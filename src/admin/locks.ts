@@ -1,0 +1,78 @@
+import { sql, type Kysely } from 'kysely';
+import { quotedTable } from '../dialects/common/quote.js';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import { toDate } from './run-record.js';
+
+/** One row of `<prefix>locks`, read on the database's clock. */
+export interface LockRecord {
+  readonly name: string;
+  /** `held` until `lockUntil`, `free` after. */
+  readonly state: 'held' | 'free';
+  /** Who took it last. */
+  readonly lockedBy: string;
+  readonly lockedAt: Date;
+  readonly lockUntil: Date;
+  /** Milliseconds until the lock is free; 0 once it is. */
+  readonly remainingMs: number;
+  /** An execution holds it and has not released it (false while only lockAtLeastFor keeps it). */
+  readonly running: boolean;
+}
+
+interface LockRow {
+  name: string;
+  locked_by: string;
+  locked_at: Date | string;
+  lock_until: Date | string;
+  remaining_ms: number | string;
+  token: string | null;
+}
+
+export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
+  const locks = sql.raw(quotedTable(tables, 'locks', dialect.quote));
+  const reads = dialect.reads;
+  const columns = sql.raw(
+    [
+      `${reads.name('name')} AS name`,
+      'locked_by',
+      `${reads.time('locked_at')} AS locked_at`,
+      `${reads.time('lock_until')} AS lock_until`,
+      `${reads.millisecondsUntil('lock_until')} AS remaining_ms`,
+      'token',
+    ].join(', '),
+  );
+  // Frees a lock by hand: expires it now, on the database's clock. The token stays, so that the
+  // next taker still finds the run it takes over from and marks it abandoned if it is running.
+  const now = sql.raw(reads.now);
+
+  const databaseNow = sql.raw(`${reads.time(reads.now)} AS now`);
+
+  return {
+    /** The database's clock. */
+    async now(): Promise<Date> {
+      const { rows } = await sql<{ now: Date | string }>`SELECT ${databaseNow}`.execute(db);
+      const now = rows[0]?.now;
+      if (now === undefined) throw new Error('the database returned no time');
+      return toDate(now);
+    },
+    async list(): Promise<LockRecord[]> {
+      const { rows } = await sql<LockRow>`SELECT ${columns} FROM ${locks} ORDER BY name`.execute(db);
+      return rows.map((row) => {
+        const remaining = Number(row.remaining_ms);
+        return {
+          name: row.name,
+          state: remaining > 0 ? 'held' : 'free',
+          lockedBy: row.locked_by,
+          lockedAt: toDate(row.locked_at),
+          lockUntil: toDate(row.lock_until),
+          remainingMs: Math.max(remaining, 0),
+          running: row.token !== null && remaining > 0,
+        };
+      });
+    },
+    /** True when the lock was held and is now free. */
+    async unlock(name: string): Promise<boolean> {
+      const result = await sql`UPDATE ${locks} SET lock_until = ${now} WHERE name = ${name} AND lock_until > ${now}`.execute(db);
+      return result.numAffectedRows === 1n;
+    },
+  };
+}

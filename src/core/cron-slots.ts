@@ -1,0 +1,140 @@
+import { IANAZone } from 'luxon';
+import { createTask, validateDetailed } from 'node-cron';
+import { describeValue } from './describe-value.js';
+
+/**
+ * A call made this long before a fire time belongs to that fire: a timer that fired a few ms early
+ * (timers run on the monotonic clock, the fire time is wall-clock, and a clock being slewed by NTP
+ * drifts between the two) still claims the slot it was meant for, not the one before, which has
+ * already run. A call must then come less than the gap between two fires minus this after its
+ * fire, or it claims the next fire's slot (which still runs once: its own call finds it done).
+ */
+export const EARLY_CALL_TOLERANCE_MS = 100;
+
+/** How far back a slot is looked for: past any expression that fires at all (29 February fires every 4 to 8 years). */
+const MAX_LOOKBACK_MS = 2 ** 39;
+
+/** A job's `cron` option, resolved: the slot each call claims. */
+export interface CronSlots {
+  /** The cron expression the caller fires the job on. */
+  readonly expression: string;
+  /** The IANA time zone the expression is read in; undefined for the process's own. */
+  readonly timezone: string | undefined;
+  /**
+   * The slot a call made at `at` (this replica's clock) claims: the expression's last fire at or
+   * before `at` plus 100 ms.
+   */
+  slotAt(at: Date): Date;
+}
+
+/** node-cron's matcher: the first fire strictly after the whole second `date` falls in. */
+interface NextFire {
+  getNextMatch(date: Date): Date;
+}
+
+/**
+ * Validates a job's `cron` and `timezone` options: undefined without `cron` (a `timezone` alone is
+ * left to `guard.schedule`, which reads it for its own expression), else the job's slots. A
+ * `TypeError` naming the option, the job and the value when wrong.
+ */
+export function resolveCronSlots(cron: unknown, timezone: unknown, job: string): CronSlots | undefined {
+  if (cron === undefined) return undefined;
+  const validation = typeof cron === 'string' ? validateDetailed(cron) : undefined;
+  if (validation === undefined || !validation.valid) {
+    const detail = validation?.errors.map((error) => error.message).join('; ');
+    throw new TypeError(
+      `Expected \`cron\` of job ${JSON.stringify(job)} to be a cron expression like '0 * * * *' or '*/10 * * * * *', got ${describeValue(cron)}` +
+        (detail === undefined || detail === '' ? '' : ` (${detail})`),
+    );
+  }
+  if (timezone !== undefined && (typeof timezone !== 'string' || !IANAZone.isValidZone(timezone))) {
+    throw new TypeError(
+      `Expected \`timezone\` of job ${JSON.stringify(job)} to be an IANA time zone like 'Europe/Paris', got ${describeValue(timezone)}`,
+    );
+  }
+  const key = `${timezone ?? ''}\n${cron as string}`;
+  let slots = known.get(key);
+  if (slots === undefined) {
+    slots = cronSlots(cron as string, timezone);
+    try {
+      slots.slotAt(new Date());
+    } catch {
+      throw new TypeError(`Expected \`cron\` of job ${JSON.stringify(job)} to fire at least once every 17 years, got ${describeValue(cron)}`);
+    }
+    if (known.size >= MAX_KNOWN) known.clear();
+    known.set(key, slots);
+  }
+  return slots;
+}
+
+/**
+ * Slots by time zone and expression: `guard.run` resolves its options at every call, and a slot
+ * depends on nothing else, so calls share one matcher and its last answer. Bounded, for apps that
+ * build expressions on the fly.
+ */
+const known = new Map<string, CronSlots>();
+const MAX_KNOWN = 1_000;
+
+function cronSlots(expression: string, timezone: string | undefined): CronSlots {
+  const matcher = nextFireOf(expression, timezone);
+  const next = (ms: number): number => matcher.getNextMatch(new Date(ms)).getTime();
+  // The last slot found and the fire after it: calls of one job come in order, so most are
+  // answered from these, or with one step forward.
+  let slot = Number.NaN;
+  let following = Number.NaN;
+  return {
+    expression,
+    timezone,
+    slotAt(at) {
+      const t = Math.floor((at.getTime() + EARLY_CALL_TOLERANCE_MS) / 1000) * 1000;
+      if (t >= slot && t < following) return new Date(slot);
+      if (t >= following) {
+        const after = next(following);
+        if (after > t) {
+          slot = following;
+          following = after;
+          return new Date(slot);
+        }
+      }
+      slot = lastFireAtOrBefore(next, t);
+      following = next(slot);
+      return new Date(slot);
+    },
+  };
+}
+
+/**
+ * The last fire at or before `t` (a whole second), from a function that only looks forward: find a
+ * window (t − span, t] that holds a fire by doubling the span, then halve it down to one second.
+ * Invariant: next(lo) ≤ t < next(hi).
+ */
+function lastFireAtOrBefore(next: (ms: number) => number, t: number): number {
+  let span = 1_000;
+  while (next(t - span) > t) {
+    span *= 2;
+    if (span > MAX_LOOKBACK_MS) throw new RangeError('no fire in the look-back window');
+  }
+  let lo = t - span;
+  let hi = t;
+  while (hi - lo > 1_000) {
+    const mid = lo + Math.floor((hi - lo) / 2_000) * 1_000;
+    if (next(mid) <= t) lo = mid;
+    else hi = mid;
+  }
+  return next(lo);
+}
+
+/**
+ * node-cron's own matcher for the expression, so that a slot here is the date node-cron's
+ * `guard.schedule` fires carry. node-cron 4.6 (pinned) keeps it on the task as `timeMatcher`;
+ * the task is never started, and destroyed at once (which takes it out of node-cron's registry).
+ */
+function nextFireOf(expression: string, timezone: string | undefined): NextFire {
+  const task = createTask(expression, () => undefined, timezone === undefined ? {} : { timezone });
+  const matcher = (task as unknown as { timeMatcher?: Partial<NextFire> }).timeMatcher;
+  void task.destroy();
+  if (typeof matcher?.getNextMatch !== 'function') {
+    throw new Error('node-cron no longer exposes its time matcher: cronguard needs the node-cron version it pins');
+  }
+  return matcher as NextFire;
+}

@@ -1,0 +1,107 @@
+import { Kysely, MysqlDialect } from 'kysely';
+import type * as mysql2 from 'mysql2';
+import { loadDriver } from '../common/load-driver.js';
+import type { OpenSettings } from '../../core/dialect.js';
+import { boundParameterPool, ByteStringParameters, type Mysql2CallbackPool } from './bound-parameters.js';
+
+/**
+ * Structural type of a mysql2 pool, callback (`mysql2.createPool`) or promise
+ * (`mysql2/promise`), so that the public API does not depend on mysql2's types.
+ */
+export interface MysqlPoolLike {
+  getConnection(...args: never[]): unknown;
+  end(...args: never[]): unknown;
+}
+
+/** A callback pool has `config`; a promise pool wraps one as `pool`. */
+export function isMysqlPool(value: object): value is MysqlPoolLike {
+  return isCallbackPool(value) || (hasGetConnection(value) && isCallbackPool((value as { pool?: unknown }).pool));
+}
+
+function hasGetConnection(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as { getConnection?: unknown }).getConnection === 'function';
+}
+
+function isCallbackPool(value: unknown): boolean {
+  return hasGetConnection(value) && typeof (value as { config?: unknown }).config === 'object' && !('totalCount' in (value as object));
+}
+
+/** The Kysely instances whose pool binds every parameter (`boundParameterPool`): the guard's own and adopted pools. */
+const boundDatabases = new WeakSet<Kysely<unknown>>();
+
+/** Whether `db` sends parameters apart from the SQL text; if not, the lock statements pass strings as bytes (`asByteStrings`). */
+export function bindsParameters(db: Kysely<unknown>): boolean {
+  return boundDatabases.has(db);
+}
+
+function boundKysely(pool: Mysql2CallbackPool): Kysely<unknown> {
+  const db = new Kysely<unknown>({ dialect: new MysqlDialect({ pool: boundParameterPool(pool) }) });
+  boundDatabases.add(db);
+  return db;
+}
+
+/**
+ * The session settings of the guard's own connections, sent once when each connects (before any
+ * statement of the guard on it: mysql2 runs a connection's commands in order).
+ * innodb_lock_wait_timeout (row locks) and lock_wait_timeout (metadata locks): a statement
+ * waiting behind another connection's lock gives up on the server by itself, after acquireTimeout
+ * rounded up to whole seconds (at least 1), so a take the guard has given up on cannot commit
+ * much later. The server defaults (50 s, and a year for metadata locks) outlived the guard's
+ * shutdown and left a late take holding the lock for lockAtMostFor.
+ * The isolation level is left as the server has it: every lock statement is one autocommit
+ * statement whose UPDATE/INSERT reads the latest committed row whatever the level (and the probe
+ * is a fresh consistent read), and deadlocks from REPEATABLE READ's gap locks are retried
+ * (lock-store.ts); test/mysql-server-settings.test.ts races processes under SERIALIZABLE and
+ * REPEATABLE READ. Pinning READ COMMITTED would break every write on a server that logs its
+ * binlog in STATEMENT format (InnoDB refuses it there).
+ * The value is an integer computed here, not text from outside; SET takes no parameters on every
+ * server, so it is written in. Valid on MySQL 8.0 and MariaDB 10.11.
+ */
+export function mysqlSessionSettings(acquireTimeoutMs: number): string[] {
+  const seconds = Math.max(1, Math.ceil(acquireTimeoutMs / 1_000));
+  if (!Number.isSafeInteger(seconds)) throw new RangeError(`lock wait timeout out of range: ${seconds}`);
+  return [`SET SESSION innodb_lock_wait_timeout = ${seconds}, lock_wait_timeout = ${seconds}`];
+}
+
+/** A pool the guard owns, from a `mysql://` URL. */
+export function openMysql(url: string, { logger, acquireTimeoutMs }: OpenSettings): { db: Kysely<unknown>; native: unknown } {
+  const { createPool } = loadDriver('mysql2', 'a mysql:// database') as typeof mysql2;
+  const pool = createPool({
+    uri: url,
+    connectionLimit: 10,
+    // A down database must fail an acquire quickly (the run is skipped), not hang the tick.
+    connectTimeout: 5_000,
+    // DATETIME columns hold UTC; read them as UTC, never in the process's zone.
+    timezone: 'Z',
+    charset: 'utf8mb4',
+  });
+  const settings = mysqlSessionSettings(acquireTimeoutMs);
+  pool.on('connection', (connection) => {
+    connection.on('error', (error: Error) => logger.error(`MySQL connection error: ${error.message}`));
+    for (const statement of settings) {
+      connection.query(statement, (error: Error | null) => {
+        if (error !== null) logger.error(`MySQL session setting failed (${statement}): ${error.message}`);
+      });
+    }
+  });
+  return { db: boundKysely(pool as unknown as Mysql2CallbackPool), native: pool };
+}
+
+/**
+ * Wraps the user's pool; the guard never ends it, and leaves its sessions' settings alone. A
+ * promise pool is unwrapped to its callback pool.
+ */
+export function adoptMysqlPool(pool: MysqlPoolLike): Kysely<unknown> {
+  const inner = (pool as { pool?: unknown }).pool;
+  const callbackPool = isCallbackPool(inner) ? inner : pool;
+  return boundKysely(callbackPool as unknown as Mysql2CallbackPool);
+}
+
+/**
+ * A Kysely instance passed in: its driver is the user's (Kysely's MysqlDialect writes values into
+ * the SQL text with mysql2 `query()`), so every string the guard sends through it goes as bytes
+ * (`ByteStringParameters`), which no sql_mode can turn into SQL.
+ */
+export function adoptMysqlKysely(db: Kysely<unknown>): Kysely<unknown> {
+  return db.withPlugin(new ByteStringParameters());
+}

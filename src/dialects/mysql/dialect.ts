@@ -1,0 +1,21 @@
+import type { Dialect } from '../../core/dialect.js';
+import { openMysql } from './connection.js';
+import { mysqlReads } from './reads.js';
+import { createMysqlLockStore } from './lock-store.js';
+import { isMysqlLockWaitTimeout, isMysqlMissingTable, mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
+
+export const mysqlDialect: Dialect = {
+  name: 'mysql',
+  quote: '`',
+  columnTypes: mysqlColumnTypes,
+  supportsSchemas: false,
+  indexExists: mysqlIndexExists,
+  createTableSuffix: mysqlCreateTableSuffix,
+  reads: mysqlReads,
+  createLockStore: createMysqlLockStore,
+  isMissingTable: isMysqlMissingTable,
+  isLockWaitTimeout: isMysqlLockWaitTimeout,
+  // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
+  isMigrationRace: () => false,
+  open: openMysql,
+};

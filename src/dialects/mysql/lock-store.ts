@@ -1,0 +1,207 @@
+import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
+import { quotedTable } from '../common/quote.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
+import type { ResolvedJob } from '../../core/job-options.js';
+import { asByteStrings } from './bound-parameters.js';
+import { bindsParameters } from './connection.js';
+import { mysqlTime } from './reads.js';
+
+/** ER_DUP_ENTRY */
+const DUPLICATE_KEY = 1062;
+/** ER_LOCK_DEADLOCK */
+const DEADLOCK = 1213;
+/** Attempts of a statement that InnoDB chose as a deadlock victim. */
+const DEADLOCK_ATTEMPTS = 3;
+
+/**
+ * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
+ * A loss costs one read (the probe); a win four statements (the probe, take the lock, start the
+ * run, release and finish it). A guard that released the job's lock itself takes first: its win is
+ * three statements, its loss the take (matching nothing; it waits for the row lock, writes nothing)
+ * and the probe.
+ * Without history, a win neither starts nor finishes a run row: the probe, the take, the release.
+ */
+export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { history }: LockStoreSettings): LockStore {
+  const locks = quotedTable(tables, 'locks', '`');
+  const runs = quotedTable(tables, 'runs', '`');
+
+  // The probe: a plain (consistent, lock-free) read of the lock row before the acquire. Most
+  // attempts lose (every replica but one, at every slot), and this answers them without the
+  // UPDATE's row lock, and with the reason (held, or this slot or a later one already ran). It only
+  // says no when the acquire would at that instant; a lock that looks free still goes through the
+  // UPDATE or INSERT below, which alone decide. No row: the job's first acquire anywhere.
+  const probeSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = ?`;
+
+  // Acquire, when the probe found the row free: one UPDATE that takes the row only when it has expired. MySQL has no
+  // RETURNING, and an `INSERT … ON DUPLICATE KEY UPDATE` cannot tell a loser from an insert when
+  // the connection has CLIENT_FOUND_ROWS (mysql2's default): both report 1 affected row. This
+  // UPDATE reports 1 only for a winner in both modes, because a winner always changes the token.
+  // UTC_TIMESTAMP(3) is fixed for the statement: the database's clock, in UTC.
+  // previous_token is assigned first (single-table assignments run left to right), so it keeps the
+  // token of a holder that never released (a released row has none).
+  // last_slot is the slot watermark: a scheduled call takes the row only when its slot is newer
+  // than the last one that ran, so a late replica never runs a slot twice; an unscheduled call
+  // (slot NULL) ignores it and leaves it as it is.
+  const takeSql = `UPDATE ${locks}
+   SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
+       locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?, last_slot = COALESCE(?, last_slot)
+ WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (? IS NULL OR last_slot IS NULL OR last_slot < ?)`;
+  // For a scheduled loser of the take after the probe found the row free: why it lost. Unscheduled losers skip it.
+  const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
+
+  // Acquire, when the probe found no row: a plain INSERT, so that a concurrent creator gets a duplicate-key
+  // error (a loss) while any other error (a name too long, a missing table) still surfaces.
+  // Not INSERT IGNORE: it would turn those errors into warnings.
+  const createSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?, ?)`;
+
+  // Start the run, copying its times from the lock row just taken (the database's clock), and in the
+  // same statement mark `abandoned` the run it took over from, if that one is still `running`: the
+  // second SELECT finds it and the duplicate key turns its insert into that update. MySQL has no
+  // RETURNING and no multi-statement calls on a user's pool, so this is a second round trip; a
+  // process dying between the two leaves no run row of its own, and doctor reports any run left
+  // `running` after its lock expired.
+  const startSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+SELECT ?, name, ?, 'running', locked_by, locked_at, ?, lock_until FROM ${locks} WHERE name = ? AND token = ?
+UNION ALL
+SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
+  FROM ${runs} r JOIN ${locks} l ON r.id = l.previous_token
+ WHERE l.name = ? AND l.token = ? AND r.status = 'running'
+ON DUPLICATE KEY UPDATE status = 'abandoned'`;
+
+  // Release and finish the run in one multi-table UPDATE. The lock is matched by token only
+  // (LEFT JOIN: a lock taken by someone else leaves only the run to update). Both rows always
+  // change (the token is cleared, the status leaves 'running'), so the affected count is 2 when
+  // the lock was released and 1 when it was lost, with or without CLIENT_FOUND_ROWS. overran: the
+  // lock had expired by now, or another execution had taken it. No assignment reads a column
+  // another one writes: MySQL does not order multi-table assignments. A run already finished is
+  // left alone: a release retried after its first attempt committed unseen (a lost reply) must
+  // not rewrite it as overran; it then matches nothing here and falls to the lock-only release.
+  const releaseSql = `UPDATE ${runs} r LEFT JOIN ${locks} l ON l.name = ? AND l.token = r.id
+   SET l.lock_until = GREATEST(UTC_TIMESTAMP(3), l.locked_at + INTERVAL ? MICROSECOND), l.token = NULL,
+       r.status = ?, r.error = ?, r.finished_at = UTC_TIMESTAMP(3),
+       r.duration_ms = TIMESTAMPDIFF(MICROSECOND, r.started_at, UTC_TIMESTAMP(3)) DIV 1000,
+       r.overran = (l.name IS NULL OR r.lock_until < UTC_TIMESTAMP(3))
+ WHERE r.id = ? AND r.finished_at IS NULL`;
+
+  // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
+  // revive its lock over a successor; the run's lock_until follows (LEFT JOIN: a run row deleted by
+  // hand, or never written without history, does not stop the lock from being extended).
+  // GREATEST: an extend never shortens the lock. UTC_TIMESTAMP(3) is one value for the whole
+  // statement, so both rows get the same expiry (no assignment reads a column another one writes:
+  // MySQL does not order multi-table assignments). With CLIENT_FOUND_ROWS the count is positive
+  // when the lock was extended and 0 when it was lost. Without it, an extend that moves nothing
+  // (the lock already lasts longer) also counts 0: `heldSql` then tells the two apart.
+  const extendSql = `UPDATE ${locks} l LEFT JOIN ${runs} r ON r.id = l.token
+   SET l.lock_until = GREATEST(l.lock_until, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND),
+       r.lock_until = GREATEST(r.lock_until, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)
+ WHERE l.name = ? AND l.token = ? AND l.lock_until > UTC_TIMESTAMP(3)`;
+  const heldSql = `SELECT 1 AS held FROM ${locks} WHERE name = ? AND token = ? AND lock_until > UTC_TIMESTAMP(3)`;
+  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
+
+  // Every statement goes through here. Replicas creating lock rows and starting runs for many new
+  // jobs at once take InnoDB gap and next-key locks in the same index ranges, and InnoDB breaks the
+  // resulting deadlocks by rolling one statement back (seen: 1,000 new jobs fired at once by two
+  // replicas). A rolled-back autocommit statement had no effect at all, so it is sent again; a
+  // victim that gave up instead would leave its job run by nobody for that slot.
+  // The parameters are bound (mysql2 `execute`) on the guard's own pool and on a pool passed in;
+  // through a Kysely instance passed in, strings go as bytes (see asByteStrings): never as SQL text.
+  const encode = bindsParameters(db) ? (parameters: unknown[]) => parameters : asByteStrings;
+  async function execute<Row>(sql: string, parameters: unknown[]): Promise<QueryResult<Row>> {
+    const compiled = CompiledQuery.raw(sql, encode(parameters));
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await db.executeQuery<Row>(compiled);
+      } catch (error) {
+        if ((error as { errno?: unknown }).errno !== DEADLOCK || attempt >= DEADLOCK_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  // Frees a lock whose run could not be started, so that a failed second statement does not hold
+  // the job back for lockAtMostFor. The token goes back to the previous holder's, so that the next
+  // taker still marks that run abandoned if it never released.
+  const abortSql = `UPDATE ${locks} SET lock_until = locked_at, token = previous_token WHERE name = ? AND token = ?`;
+  // Releases the lock alone, for a run whose history row is gone (deleted by hand): the joined
+  // release below is driven by that row and would leave the lock held until lockAtMostFor.
+  const releaseLockOnlySql = `UPDATE ${locks}
+   SET lock_until = GREATEST(UTC_TIMESTAMP(3), locked_at + INTERVAL ? MICROSECOND), token = NULL
+ WHERE name = ? AND token = ?`;
+
+  // A start whose reply never came (the connection dropped after the INSERT committed) may have left
+  // this execution's run row `running`, and the run it took over from unmarked: this marks both
+  // `abandoned` (the job did not run; the other's lock had expired), matching them through the lock
+  // row this execution still holds. Sent before the lock is given back, and the lock is given back
+  // only once it succeeded: otherwise the row keeps this token, and the next taker (after
+  // lockAtMostFor) marks the run abandoned through previous_token, as for a crashed holder.
+  const abandonSql = `UPDATE ${runs} r JOIN ${locks} l ON l.name = ? AND l.token = ?
+   SET r.status = 'abandoned'
+ WHERE r.id IN (l.token, l.previous_token) AND r.status = 'running'`;
+
+  async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
+    if (!history) return 'acquired';
+    try {
+      await execute(startSql, [token, slot, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]);
+    } catch (error) {
+      await execute(abandonSql, [job.name, token])
+        .then(() => execute(abortSql, [job.name, token]))
+        .catch(() => undefined);
+      throw error;
+    }
+    return 'acquired';
+  }
+
+  async function loss(job: ResolvedJob, slot: string | null): Promise<AcquireOutcome> {
+    if (slot === null) return 'locked';
+    const result = await execute<{ outcome: AcquireOutcome }>(lossSql, [slot, job.name]);
+    return result.rows[0]?.outcome ?? 'locked';
+  }
+
+  return {
+    synchronous: false,
+    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
+      const micros = Math.round(job.lockAtMostForMs * 1_000);
+      const slotText = slot === null ? null : mysqlTime(slot);
+      const take = async (): Promise<boolean> =>
+        (await execute(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText])).numAffectedRows === 1n;
+      // A guard that released the lock itself takes first: the row most likely exists and is free.
+      if (expectFree && (await take())) return start(job, token, slotText);
+      // The probe, also after such a take lost: it says why, and finds a row deleted by hand.
+      const [probe] = (await execute<{ state: AcquireOutcome | 'free' }>(probeSql, [slotText, job.name])).rows;
+      if (probe !== undefined && probe.state !== 'free') return probe.state;
+      if (probe === undefined) {
+        try {
+          await execute(createSql, [job.name, micros, lockedBy, token, slotText]);
+        } catch (error) {
+          if ((error as { errno?: unknown }).errno !== DUPLICATE_KEY) throw error;
+          return loss(job, slotText);
+        }
+        return start(job, token, slotText);
+      }
+      return (await take()) ? start(job, token, slotText) : loss(job, slotText);
+    },
+    async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
+      const micros = Math.round(job.lockAtLeastForMs * 1_000);
+      if (history) {
+        const result = await execute(releaseSql, [job.name, micros, outcome.status, outcome.error, token]);
+        if (result.numAffectedRows !== 0n) return result.numAffectedRows === 2n;
+      }
+      // No history, or no run row: release the lock by itself (clearing the token changes the
+      // row, so 1 means released with or without CLIENT_FOUND_ROWS).
+      const released = await execute(releaseLockOnlySql, [micros, job.name, token]);
+      return released.numAffectedRows === 1n;
+    },
+    async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
+      const micros = Math.round(durationMs * 1_000);
+      const result = await execute(extendSql, [micros, micros, job.name, token]);
+      if ((result.numAffectedRows ?? 0n) > 0n) return true;
+      return (await execute(heldSql, [job.name, token])).rows.length === 1;
+    },
+    async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
+      const slotText = slot === null ? null : mysqlTime(slot);
+      await execute(skipSql, [token, job.name, slotText, lockedBy, Math.round(job.lockAtMostForMs)]);
+    },
+  };
+}

@@ -1,0 +1,21 @@
+import type { Dialect } from '../../core/dialect.js';
+import { openPostgres } from './connection.js';
+import { postgresReads } from './reads.js';
+import { createPostgresLockStore } from './lock-store.js';
+import { isPostgresLockWaitTimeout, isPostgresMissingTable, postgresColumnTypes, postgresCurrentSchema } from './schema.js';
+
+export const postgresDialect: Dialect = {
+  name: 'postgres',
+  quote: '"',
+  columnTypes: postgresColumnTypes,
+  supportsSchemas: true,
+  currentSchema: postgresCurrentSchema,
+  createTableSuffix: '',
+  reads: postgresReads,
+  createLockStore: createPostgresLockStore,
+  isMissingTable: isPostgresMissingTable,
+  isLockWaitTimeout: isPostgresLockWaitTimeout,
+  // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
+  isMigrationRace: () => false,
+  open: openPostgres,
+};

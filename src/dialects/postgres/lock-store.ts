@@ -1,0 +1,196 @@
+import type { Kysely } from 'kysely';
+import { isPostgresSerializationFailure as isSerializationFailure } from './schema.js';
+import { statementRunner } from './statement-runner.js';
+import { quotedTable } from '../common/quote.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
+import type { ResolvedJob } from '../../core/job-options.js';
+import { MAX_TIMER_MS } from '../../core/timeout.js';
+
+/**
+ * The PostgreSQL lock statements, built once per guard. A loss costs one read (the probe); a win
+ * three statements: the probe, one that acquires and starts the run's history row, one that
+ * releases and finishes it. A guard that released the job's lock itself last time skips the probe
+ * (a loss is then the acquire, which writes nothing). Without history, the run-row parts of each
+ * statement are left out, and such a guard takes the row with a plain UPDATE (a loss is then that
+ * UPDATE, matching nothing, and the probe).
+ */
+export function createPostgresLockStore(
+  db: Kysely<unknown>,
+  tables: TableNames,
+  { native, history, acquireTimeoutMs }: LockStoreSettings,
+): LockStore {
+  const { query, cancelAcquires } = statementRunner(db, native);
+  const locks = quotedTable(tables, 'locks', '"');
+  const runs = quotedTable(tables, 'runs', '"');
+  const lockUntil = `now() + $2::double precision * interval '1 millisecond'`;
+  // The server-side bound of a take: lock_timeout ($6, acquireTimeout in ms), set by the statement
+  // itself for its own transaction only (set_config's `true`; in autocommit that is this
+  // statement). An uncorrelated scalar subquery is evaluated once, before the scan (a one-time
+  // filter), so it is in force before the UPDATE waits for a row lock or the INSERT for another's
+  // key. Cut there, the statement rolls back and takes nothing (55P03): a take whose client gave up
+  // (acquireTimeout), shut down or exited never commits later with nobody to give it back. In the
+  // statement rather than on the connection: it costs no round trip, it holds on a pool or Kysely
+  // passed in and behind PgBouncer (which refuses unknown startup parameters), and it leaves the
+  // guard's other statements alone (the migrator's advisory lock may rightly wait longer).
+  const boundWait = `(SELECT set_config('lock_timeout', $6::text, true)) IS NOT NULL`;
+
+  // Acquire: a conditional UPDATE, then an INSERT … ON CONFLICT DO NOTHING that runs only when the
+  // UPDATE took nothing. Not `INSERT … ON CONFLICT DO UPDATE … WHERE`: that form locks the
+  // conflicting row even when its WHERE is false, so every losing replica writes WAL and waits for
+  // a flush (561 µs against 76 µs here). A loser of this form takes no row lock, and the history
+  // sub-statements below act only on `won`, so it writes nothing at all.
+  // Races: a concurrent UPDATE re-checks `lock_until <= now()` on the row it waited for, and a
+  // concurrent INSERT waits on the other's key and then does nothing. now() is the statement's
+  // start in autocommit: the database's clock, never a replica's.
+  // previous_token keeps the token of a holder that never released (a released row has none), so
+  // that its run, still `running`, is marked `abandoned` by the same statement that took over.
+  // last_slot is the slot watermark: a scheduled call ($5) takes the row only when its slot is
+  // newer than the last one that ran, so a replica whose timer or clock is late never runs a slot
+  // twice, even when the first run has already released the lock. An unscheduled call ($5 null)
+  // ignores it and leaves it as it is.
+  // The EXISTS on `abandoned` is a one-time filter, checked before its join starts: a loser, and a
+  // winner that took a released lock, never reach the runs table whatever the join's plan. The
+  // connection's cached generic plan can scan runs (planned while runs was small and never
+  // re-planned without an ANALYZE), and a scan grows with the history.
+  // With history, the winner's run row: marks abandoned the run it took over from, if that one
+  // never released, and starts its own.
+  const startRun = `, abandoned AS (
+  UPDATE ${runs} SET status = 'abandoned'
+    FROM won WHERE ${runs}.id = won.previous_token AND ${runs}.status = 'running'
+     AND EXISTS (SELECT 1 FROM won WHERE previous_token IS NOT NULL)
+), started AS (
+  INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+  SELECT $4, $1, $5, 'running', $3, now(), $2, lock_until FROM won
+)`;
+  const acquireSql = `WITH taken AS (
+  UPDATE ${locks}
+     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
+         last_slot = COALESCE($5, last_slot)
+   WHERE ${boundWait} AND name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
+  RETURNING lock_until, previous_token
+), inserted AS (
+  INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+  SELECT $1, ${lockUntil}, now(), $3, $4, $5
+   WHERE NOT EXISTS (SELECT 1 FROM taken)
+  ON CONFLICT (name) DO NOTHING
+  RETURNING lock_until, previous_token
+), won AS (
+  SELECT lock_until, previous_token FROM taken UNION ALL SELECT lock_until, previous_token FROM inserted
+)${history ? startRun : ''}
+SELECT 'acquired' AS outcome FROM won
+UNION ALL
+SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
+  FROM ${locks} WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM won)`;
+  // The last branch only reads, for a loser: why it lost. It sees the row as the statement began.
+
+  // The probe: a plain read of the lock row before the acquire. Most attempts lose (every replica
+  // but one, at every slot), and this answers them with one indexed read: no row lock, no WAL, and
+  // none of the acquire's five parts. It only ever says no when the acquire would say no at that
+  // instant (held, or this slot or a later one already ran); a lock that looks free still goes
+  // through the acquire above, which alone decides, atomically.
+  const probeSql = `SELECT CASE WHEN last_slot >= $2::timestamptz THEN 'slot-done' WHEN lock_until > now() THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = $1`;
+
+  // Acquire without history, for a guard that released the lock itself (the row exists): the
+  // CTE's UPDATE alone. Without run rows to write, nothing needs the rest of the CTE, and a plain
+  // conditional UPDATE takes the row with the same check. A loser is then asked why by the probe.
+  const takeSql = `UPDATE ${locks}
+   SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
+       last_slot = COALESCE($5, last_slot)
+ WHERE ${boundWait} AND name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
+RETURNING 1 AS taken`;
+
+  // Release: matched by the execution's token, never by locked_by (two processes on one host
+  // share a host name). Keeps the lock until locked_at + lockAtLeastFor; clearing the token makes
+  // a second release match nothing and tells the next taker that nobody was left running.
+  // The run is finished in the same statement. overran: the lock had expired by now (its
+  // lock_until passed), or another execution had already taken it (no lock row matched). A run
+  // already finished is left alone: a release retried after its first attempt committed unseen
+  // (a lost reply) matches no lock row, and must not rewrite the run as overran.
+  const finishRun = `, finished AS (
+  UPDATE ${runs}
+     SET status = $4, finished_at = now(), error = $5,
+         duration_ms = round(extract(epoch FROM now() - started_at) * 1000),
+         overran = lock_until < now() OR NOT EXISTS (SELECT 1 FROM released)
+   WHERE id = $3 AND finished_at IS NULL
+)`;
+  // Without history the UPDATE stands alone (no CTE to count through): ShedLock's release, token-matched.
+  const releaseLock = `UPDATE ${locks}
+     SET lock_until = GREATEST(now(), locked_at + $2::double precision * interval '1 millisecond'), token = NULL
+   WHERE name = $1 AND token = $3
+  RETURNING 1 AS released`;
+  const releaseSql = history ? `WITH released AS (\n  ${releaseLock}\n)${finishRun}\nSELECT count(*)::int AS released FROM released` : releaseLock;
+
+  // Extend: owner-checked by token and only while not expired, so that a holder whose lock has
+  // lapsed can never revive it over a successor; GREATEST, so that an extend never shortens the
+  // lock under a deadline the job already counts on. The run's lock_until follows, so that `overran`
+  // compares with the extended expiry.
+  const followRun = `, followed AS (
+  UPDATE ${runs} SET lock_until = extended.lock_until FROM extended WHERE ${runs}.id = $3
+)`;
+  const extendLock = `UPDATE ${locks} SET lock_until = GREATEST(lock_until, now() + $2::double precision * interval '1 millisecond')
+   WHERE name = $1 AND token = $3 AND lock_until > now()
+  RETURNING lock_until, 1 AS extended`;
+  const extendSql = history ? `WITH extended AS (\n  ${extendLock}\n)${followRun}\nSELECT count(*)::int AS extended FROM extended` : extendLock;
+
+  // A skipped execution, for those who asked (recordSkips). Not on the losing path by default:
+  // a loser writes nothing.
+  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
+
+  // lock_timeout in whole ms, from 1 (0 would turn the bound off) to its maximum, 2^31 - 1.
+  const lockTimeout = String(Math.min(Math.max(Math.ceil(acquireTimeoutMs), 1), MAX_TIMER_MS));
+  const acquireOutcome = async (parameters: unknown[]): Promise<AcquireOutcome> =>
+    (await query<{ outcome: AcquireOutcome }>(acquireSql, parameters, { cancellable: true }))[0]?.outcome ?? 'locked';
+
+  const acquireOnce = async (job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> => {
+    const parameters = [job.name, job.lockAtMostForMs, lockedBy, token, slot, lockTimeout];
+    if (expectFree) {
+      if (history) return acquireOutcome(parameters);
+      if ((await query(takeSql, parameters, { cancellable: true })).length === 1) return 'acquired';
+      // The take lost: the probe says why, and a row it finds free (taken and released
+      // meanwhile, or deleted by hand) goes through the full acquire.
+    }
+    const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot], { cancellable: true });
+    if (probe !== undefined && probe.state !== 'free') return probe.state;
+    return acquireOutcome(parameters);
+  };
+
+  return {
+    synchronous: false,
+    async acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome> {
+      try {
+        return await acquireOnce(job, request);
+      } catch (error) {
+        if (!isSerializationFailure(error)) throw error;
+      }
+      // A serialization failure (40001) only comes from a server or role whose
+      // default_transaction_isolation is repeatable read or serializable: there a take that waited
+      // for another's row or key fails rather than re-checking it as READ COMMITTED does. It rolled
+      // back, so trying again is safe, and a fresh statement sees the committed winner and loses
+      // cleanly ('locked' or 'slot-done'). Under serializable a failure can also be a false
+      // positive (predicate locks on a shared index page), which the second attempt wins. A second
+      // failure in a row is a loss too: some other execution is writing this row right now.
+      try {
+        return await acquireOnce(job, request);
+      } catch (error) {
+        if (isSerializationFailure(error)) return 'locked';
+        throw error;
+      }
+    },
+    async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
+      // Without history, $4 and $5 are not in the statement, and PostgreSQL cannot type a parameter it never sees.
+      const parameters = history ? [job.name, job.lockAtLeastForMs, token, outcome.status, outcome.error] : [job.name, job.lockAtLeastForMs, token];
+      const rows = await query<{ released: number }>(releaseSql, parameters);
+      return rows[0]?.released === 1;
+    },
+    async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
+      const rows = await query<{ extended: number }>(extendSql, [job.name, durationMs, token]);
+      return rows[0]?.extended === 1;
+    },
+    async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
+      await query(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs, slot]);
+    },
+    ...(cancelAcquires === undefined ? {} : { cancelAcquires }),
+  };
+}

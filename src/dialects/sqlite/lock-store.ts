@@ -1,0 +1,139 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import { quotedTable } from '../common/quote.js';
+import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
+import type { ResolvedJob } from '../../core/job-options.js';
+import type Database from 'better-sqlite3';
+import { isSqliteDatabase } from './connection.js';
+import { kyselyRunner, nativeRunner, type LazySqliteDatabase, type SqliteRunner, type TransactionBody } from './statement-runner.js';
+
+/** UTC with milliseconds and a fixed width, so that text order is time order. */
+const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
+
+/** A SQLite date modifier adding a duration: '+1.5 seconds'. */
+function plusSeconds(ms: number): string {
+  return `+${ms / 1_000} seconds`;
+}
+
+
+/**
+ * The SQLite lock statements, built once per guard. An acquire and a release are each one short
+ * transaction on the guard's single connection. BEGIN IMMEDIATE takes the write lock first:
+ * a deferred transaction that reads and then writes fails with SQLITE_BUSY_SNAPSHOT, without
+ * waiting, when another process wrote in between. Without history, the run-row statements are
+ * left out of each transaction.
+ */
+export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, { native, history }: LockStoreSettings): LockStore {
+  const locks = quotedTable(tables, 'locks', '"');
+  const runs = quotedTable(tables, 'runs', '"');
+
+  // Acquire: one upsert whose update applies only when the lock has expired. SQLite serialises
+  // writers (the busy timeout makes a second process wait), so the check and the write are one
+  // atomic step. 'now' is fixed for the statement and is the host's clock, which every process on
+  // this host shares. RETURNING yields a row only for the winner, with the token of a holder that
+  // never released (a released row has none). last_slot is the slot watermark: a scheduled call
+  // takes the row only when its slot is newer than the last one that ran, so a late replica never
+  // runs a slot twice; an unscheduled call (slot null) ignores it and leaves it as it is.
+  const acquireSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?), ${NOW}, ?, ?, ?)
+ON CONFLICT (name) DO UPDATE
+   SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
+       locked_by = excluded.locked_by, token = excluded.token, last_slot = coalesce(excluded.last_slot, last_slot)
+ WHERE lock_until <= excluded.locked_at
+   AND (excluded.last_slot IS NULL OR last_slot IS NULL OR last_slot < excluded.last_slot)
+RETURNING lock_until, locked_at, previous_token`;
+  // The probe: a plain read of the lock row before the acquire's write transaction. Most attempts
+  // lose, and this answers them without taking SQLite's one write lock, which every process on the
+  // file would otherwise queue for. It only says no when the acquire would at that instant; a lock
+  // that looks free still goes through the upsert, which alone decides.
+  const probeSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' WHEN lock_until > ${NOW} THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = ?`;
+  // For a loser: why it lost (read in the same transaction, so it is the row the upsert saw).
+  const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
+  // The run the winner took over from never released: its process died or overran.
+  const abandonSql = `UPDATE ${runs} SET status = 'abandoned' WHERE id = ? AND status = 'running'`;
+  const startSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`;
+
+  // Release: matched by token only; keeps the lock until locked_at + lockAtLeastFor; clearing the
+  // token makes a second release match nothing and tells the next taker nobody was left running.
+  const releaseSql = `UPDATE ${locks}
+   SET lock_until = max(${NOW}, strftime('%Y-%m-%dT%H:%M:%fZ', locked_at, ?)), token = NULL
+ WHERE name = ? AND token = ?`;
+  // overran: the lock had expired by now, or another execution had taken it (released = 0). A run
+  // already finished is left alone (a second release of the same execution matches no lock row).
+  const finishSql = `UPDATE ${runs}
+   SET status = ?, finished_at = ${NOW}, error = ?,
+       duration_ms = CAST(round((julianday('now') - julianday(started_at)) * 86400000) AS INTEGER),
+       overran = (lock_until < ${NOW} OR ? = 0)
+ WHERE id = ? AND finished_at IS NULL`;
+  // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
+  // revive its lock over a successor; the run's lock_until follows.
+  // max(): an extend never shortens the lock under a deadline the job already counts on.
+  const extendSql = `UPDATE ${locks} SET lock_until = max(lock_until, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?))
+ WHERE name = ? AND token = ? AND lock_until > ${NOW}
+RETURNING lock_until`;
+  const followSql = `UPDATE ${runs} SET lock_until = ? WHERE id = ?`;
+  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
+
+  const runner = runnerFor(db, native);
+  const transaction = <T>(body: () => TransactionBody<T>): Promise<T> => runner.transaction(body);
+
+  return {
+    synchronous: runner.synchronous,
+    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
+      const slotText = slot === null ? null : slot.toISOString();
+      if (!expectFree) {
+        const probe = (await runner.execute(CompiledQuery.raw(probeSql, [slotText, job.name]))).rows[0] as { state: AcquireOutcome | 'free' } | undefined;
+        if (probe !== undefined && probe.state !== 'free') return probe.state;
+      }
+      return transaction(function* (): TransactionBody<AcquireOutcome> {
+        const taken = yield CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token, slotText]);
+        const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
+        if (row === undefined) {
+          if (slotText === null) return 'locked';
+          const loss = yield CompiledQuery.raw(lossSql, [slotText, job.name]);
+          return (loss.rows[0] as { outcome: AcquireOutcome } | undefined)?.outcome ?? 'locked';
+        }
+        if (!history) return 'acquired';
+        if (row.previous_token !== null) yield CompiledQuery.raw(abandonSql, [row.previous_token]);
+        // The run starts when the lock was taken, by the same clock reading.
+        yield CompiledQuery.raw(startSql, [token, job.name, slotText, lockedBy, row.locked_at, job.lockAtMostForMs, row.lock_until]);
+        return 'acquired';
+      });
+    },
+    release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
+      return transaction(function* (): TransactionBody<boolean> {
+        const released = yield CompiledQuery.raw(releaseSql, [plusSeconds(job.lockAtLeastForMs), job.name, token]);
+        if (history) yield CompiledQuery.raw(finishSql, [outcome.status, outcome.error, released.changes, token]);
+        return released.changes === 1;
+      });
+    },
+    extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
+      return transaction(function* (): TransactionBody<boolean> {
+        const extended = yield CompiledQuery.raw(extendSql, [plusSeconds(durationMs), job.name, token]);
+        const row = extended.rows[0] as { lock_until: string } | undefined;
+        if (row === undefined) return false;
+        if (history) yield CompiledQuery.raw(followSql, [row.lock_until, token]);
+        return true;
+      });
+    },
+    async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
+      await runner.execute(
+        CompiledQuery.raw(skipSql, [token, job.name, slot === null ? null : slot.toISOString(), lockedBy, job.lockAtMostForMs]),
+      );
+    },
+  };
+}
+
+/**
+ * better-sqlite3 directly when the guard has the database (a URL, or a `Database` passed in), with
+ * statements prepared once; Kysely's connection for a Kysely instance passed in.
+ */
+function runnerFor(db: Kysely<unknown>, native: unknown): SqliteRunner {
+  if (typeof native === 'object' && native !== null) {
+    if ('get' in native && typeof native.get === 'function') return nativeRunner(() => (native as LazySqliteDatabase).get());
+    if (isSqliteDatabase(native)) return nativeRunner(() => native as unknown as Database.Database);
+  }
+  return kyselyRunner(db);
+}

@@ -1,0 +1,43 @@
+import { GuardError } from '../../core/errors.js';
+import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
+import { checkJobOptions } from '../../core/job-options.js';
+import { RUNNER, type RunnerHost } from '../../core/runner.js';
+import { createGuardedDecorator, type GuardedDecorator } from './guarded.js';
+
+let defaultGuard: RunnerHost | undefined;
+
+/**
+ * Sets the guard (what `createGuard` returns) that the standalone `guarded()` decorator uses;
+ * `undefined` unsets it.
+ */
+export function setDefaultGuard(guard: RunnerHost | undefined): void {
+  defaultGuard = guard;
+}
+
+/**
+ * `guard.guarded(options)` for modules that declare jobs before the database is configured: the
+ * guard set by `setDefaultGuard` is looked up at each call. The options are checked when the
+ * decorator is applied; the guard's defaults fill the gaps at the call.
+ */
+export function guarded(options: JobOptions): GuardedDecorator {
+  checkJobOptions(options);
+  const resolved = new WeakMap<RunnerHost, ResolvedJob>();
+  return createGuardedDecorator(async (fn) => {
+    const guard = defaultGuard;
+    if (guard === undefined) {
+      throw new GuardError(
+        'NO_DEFAULT_GUARD',
+        `Job "${options.name}" was called before a default guard was set: call setDefaultGuard(createGuard({ … })) ` +
+          'at start-up, or decorate with guard.guarded(…) instead',
+        { job: options.name },
+      );
+    }
+    const runner = guard[RUNNER];
+    let job = resolved.get(guard);
+    if (job === undefined) {
+      job = runner.resolveDecoratedJob(options);
+      resolved.set(guard, job);
+    }
+    return runner.runResolved(job, fn, null);
+  });
+}

@@ -1,0 +1,110 @@
+import type { ExecutionContext } from '../../core/execution-context.js';
+import type { RunResult } from '../../core/run-result.js';
+import { describeValue } from '../../core/describe-value.js';
+
+/**
+ * A method decorator for both TypeScript modes. In both, the method must be async and its Promise
+ * must admit `undefined` (`Promise<T | undefined>`, or `Promise<void>`), because a skipped call
+ * resolves to `undefined`: anything else is a compile error at the decorator.
+ */
+export interface GuardedDecorator {
+  /** Standard decorators (TypeScript 5+ default). */
+  <This, Args extends unknown[], Return>(
+    method: (this: This, ...args: Args) => Promise<Return>,
+    context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<Return>>,
+  ): (this: This, ...args: Args) => Promise<Return | undefined>;
+  /**
+   * `experimentalDecorators` (NestJS and most existing apps). The descriptor it returns holds a
+   * method resolving to `Return | undefined`, which the compiler checks against the method's own
+   * type, as it checks the replacement method under standard decorators.
+   */
+  <Args extends unknown[], Return>(
+    target: object,
+    propertyKey: string | symbol,
+    descriptor: TypedPropertyDescriptor<(...args: Args) => Promise<Return>>,
+  ): TypedPropertyDescriptor<(...args: Args) => Promise<Return | undefined>>;
+}
+
+/** Runs a method body under the job's lock. */
+export type GuardedRunner = (fn: (context: ExecutionContext) => Promise<unknown>) => Promise<RunResult<unknown>>;
+
+type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
+
+/** Builds the decorator around a runner; `this` and the arguments pass through to the method. */
+export function createGuardedDecorator(runner: GuardedRunner): GuardedDecorator {
+  function wrap(method: AnyMethod): AnyMethod {
+    const wrapped = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      const result = await runner(async () => method.apply(this, args));
+      return result.executed ? result.value : undefined;
+    };
+    keepDecorations(method, wrapped);
+    return wrapped;
+  }
+
+  function decorator(...args: unknown[]): unknown {
+    const [first, second, third] = args;
+    if (isStandardContext(second)) {
+      if (second.kind !== 'method' || typeof first !== 'function') {
+        throw new TypeError(`Expected @guarded to decorate a method, got ${/^[aeiou]/.test(second.kind) ? 'an' : 'a'} ${second.kind}`);
+      }
+      return wrap(first as AnyMethod);
+    }
+    const descriptor = third as PropertyDescriptor | undefined;
+    if (descriptor === undefined || typeof descriptor.value !== 'function') {
+      const what =
+        descriptor === undefined
+          ? 'a field'
+          : descriptor.get !== undefined || descriptor.set !== undefined
+            ? 'an accessor'
+            : `a property holding ${describeValue(descriptor.value)}`;
+      throw new TypeError(`Expected @guarded to decorate a method, got ${what} (${String(second)})`);
+    }
+    descriptor.value = wrap(descriptor.value as AnyMethod);
+    return descriptor;
+  }
+
+  return decorator as GuardedDecorator;
+}
+
+function isStandardContext(value: unknown): value is { kind: string } {
+  return typeof value === 'object' && value !== null && typeof (value as { kind?: unknown }).kind === 'string';
+}
+
+/** Own properties of a function that every function has, and that the wrapper keeps its own of. */
+const FUNCTION_OWN = new Set<string | symbol>(['prototype', 'arguments', 'caller']);
+
+/** The part of the `reflect-metadata` API that copying needs; present at run time only if the app loaded it. */
+interface ReflectMetadataApi {
+  getOwnMetadataKeys(target: object): unknown[];
+  getOwnMetadata(key: unknown, target: object): unknown;
+  defineMetadata(key: unknown, value: unknown, target: object): void;
+}
+
+/**
+ * Gives the wrapper what other decorators put on the method, so that the decorator order does not
+ * matter: a decorator applied before this one (written below it) marked the original function,
+ * and a framework that reads the class later finds only the wrapper. `@nestjs/schedule`'s `@Cron`
+ * and every `SetMetadata`-based decorator store `reflect-metadata` metadata on the function
+ * itself; others set own properties. Both are copied, with `name` and `length`.
+ */
+function keepDecorations(method: AnyMethod, wrapped: AnyMethod): void {
+  for (const key of Reflect.ownKeys(method)) {
+    if (FUNCTION_OWN.has(key)) continue;
+    const descriptor = Object.getOwnPropertyDescriptor(method, key);
+    if (descriptor !== undefined) Object.defineProperty(wrapped, key, descriptor);
+  }
+  const metadata = reflectMetadataApi();
+  if (metadata === undefined) return;
+  for (const key of metadata.getOwnMetadataKeys(method)) {
+    metadata.defineMetadata(key, metadata.getOwnMetadata(key, method), wrapped);
+  }
+}
+
+/** `reflect-metadata`'s functions on the global `Reflect`, when the app imported it; never imported here. */
+function reflectMetadataApi(): ReflectMetadataApi | undefined {
+  const api = Reflect as unknown as Partial<ReflectMetadataApi>;
+  if (typeof api.getOwnMetadataKeys !== 'function' || typeof api.getOwnMetadata !== 'function' || typeof api.defineMetadata !== 'function') {
+    return undefined;
+  }
+  return api as ReflectMetadataApi;
+}

@@ -1,0 +1,155 @@
+import type { RunCoordinator } from 'node-cron';
+import type { DurationInput } from '../../core/duration.js';
+import { acquireLock, isHeld } from '../../core/acquire.js';
+import type { ExecuteEnvironment, HeldLock } from '../../core/environment.js';
+import { releaseLock, SUCCEEDED } from '../../core/release.js';
+import type { InFlight } from '../../core/in-flight.js';
+import { resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
+import { MAX_TIMER_MS } from '../../core/timeout.js';
+
+/** Lock durations for the tasks a node-cron coordinator serves. */
+export interface CoordinatorOptions {
+  /** The lockAtMostFor of every task. @default the guard's `defaults.lockAtMostFor`, else the task's `distributedLease` (node-cron's default: 30 s) */
+  lockAtMostFor?: DurationInput;
+  /** The lockAtLeastFor of every task. @default the guard's `defaults.lockAtLeastFor`, else 0 */
+  lockAtLeastFor?: DurationInput;
+}
+
+/** What a coordinator needs from its guard. */
+export interface CoordinatorHost {
+  readonly environment: ExecuteEnvironment;
+  readonly defaults: ResolvedDefaults;
+  readonly inFlight: InFlight;
+  isClosed(): boolean;
+}
+
+/** node-cron's coordinator key: `${taskName}:${slot.toISOString()}`. */
+const KEY = /^(.*):(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/;
+/** node-cron names an unnamed task with a random UUID: a lock per replica, which guards nothing. */
+const GENERATED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/**
+ * A node-cron (≥ 4.6) RunCoordinator backed by the guard: one lock per task **name** (not per
+ * fire, so a 2.5 s job on a 1 s schedule never runs on two replicas at once), held by
+ * lockAtMostFor/lockAtLeastFor, with the slot watermark (so a replica whose timer fires late never
+ * runs a slot again after the first run released it). node-cron does not tell the coordinator
+ * whether the task threw, so its runs are recorded `succeeded`; `guard.schedule` records outcomes.
+ */
+export function createRunCoordinator(host: CoordinatorHost, options: CoordinatorOptions = {}): RunCoordinator {
+  // Checked now, so that a bad duration fails at start-up rather than at the first tick.
+  const durations = coordinatorDurations(options, host.defaults);
+  const held = new Map<string, HeldEntry>();
+  const jobs = new Map<string, ResolvedJob>();
+  const warned = new Set<string>();
+  const { environment } = host;
+
+  /** The task's job; undefined (logged once) when the task's lease cannot hold the coordinator's lockAtLeastFor. */
+  function jobFor(name: string, ttlMs: number): ResolvedJob | undefined {
+    let job = jobs.get(name);
+    if (job === undefined) {
+      const lockAtMostForMs = durations.lockAtMostForMs ?? ttlMs;
+      if (durations.lockAtLeastForMs > lockAtMostForMs) {
+        warnOnce(
+          name,
+          `Task "${name}" did not run: the coordinator's lockAtLeastFor (${durations.lockAtLeastForMs} ms) is longer than ` +
+            `its lockAtMostFor, which comes from the task's \`distributedLease\` (${lockAtMostForMs} ms)`,
+        );
+        return undefined;
+      }
+      job = resolveJob({ name }, { lockAtMostForMs, lockAtLeastForMs: durations.lockAtLeastForMs });
+      jobs.set(name, job);
+    }
+    return job;
+  }
+
+  function warnOnce(name: string, message: string): void {
+    if (warned.has(name)) return;
+    warned.add(name);
+    environment.logger.error(message);
+  }
+
+  /** Takes the lock, and holds it for onComplete; undefined when this replica does not run the fire. */
+  async function take(key: string, job: ResolvedJob, slot: Date | null): Promise<HeldLock | undefined> {
+    const result = await acquireLock(environment, job, slot);
+    if (!isHeld(result)) return undefined;
+    // Won even if the guard began to shut down meanwhile: the slot is now marked as run, so giving
+    // the lock back unrun would lose it on every replica. node-cron runs the task (shutdown does
+    // not stop the user's own tasks), and shutdown waits for its onComplete, up to its timeout.
+    let done!: () => void;
+    void host.inFlight.track(new Promise<void>((resolve) => (done = resolve)));
+    const entry: HeldEntry = { lock: result, done, expiry: undefined };
+    held.set(key, entry);
+    // node-cron may never call onComplete (a task stopped during its random delay, a forked task
+    // whose child died): once the lock has expired, shutdown stops waiting for it. The entry stays
+    // a while longer, so that a run that outlived its lock still releases and reports its overrun;
+    // then it is forgotten, and said so (telemetry ends the run's span).
+    const expiresAt = result.acquireSentAt + job.lockAtMostForMs;
+    after(entry, expiresAt, () => {
+      done();
+      after(entry, expiresAt + job.lockAtMostForMs, () => {
+        held.delete(key);
+        const durationMs = Math.round(performance.now() - result.acquireSentAt);
+        environment.events.emit('abandoned', { job: job.name, runId: result.request.token, durationMs });
+      });
+    });
+    return result;
+  }
+
+  return {
+    async shouldRun(key: string, ttlMs: number): Promise<boolean> {
+      if (host.isClosed()) return false;
+      const match = KEY.exec(key);
+      const name = match?.[1] ?? key;
+      const slot = match?.[2] === undefined ? null : new Date(match[2]);
+      if (GENERATED_NAME.test(name)) {
+        warnOnce(name, 'A distributed node-cron task has no name, so each replica would lock its own random id; it will not run. Give it a `name`.');
+        return false;
+      }
+      const job = jobFor(name, ttlMs);
+      if (job === undefined) return false;
+      // Tracked from the acquire on, so that shutdown waits for an acquire under way (and its release).
+      return (await host.inFlight.track(take(key, job, slot))) !== undefined;
+    },
+    async onComplete(key: string): Promise<void> {
+      const entry = held.get(key);
+      if (entry === undefined) return;
+      held.delete(key);
+      clearTimeout(entry.expiry);
+      const { lock } = entry;
+      if (environment.events.has('succeeded')) {
+        const durationMs = Math.round(performance.now() - lock.acquireSentAt);
+        environment.events.emit('succeeded', { job: lock.job.name, runId: lock.request.token, durationMs });
+      }
+      await releaseLock(environment, lock, SUCCEEDED, lock.acquireSentAt + lock.job.lockAtMostForMs);
+      entry.done();
+    },
+  };
+}
+
+interface HeldEntry {
+  readonly lock: HeldLock;
+  /** Stops shutdown from waiting for this lock. */
+  readonly done: () => void;
+  expiry: NodeJS.Timeout | undefined;
+}
+
+/** Runs `then` at `at` (performance.now() time), re-armed past a timer's longest wait. */
+function after(entry: HeldEntry, at: number, then: () => void): void {
+  const remaining = at - performance.now();
+  entry.expiry = remaining > MAX_TIMER_MS ? setTimeout(() => after(entry, at, then), MAX_TIMER_MS) : setTimeout(then, Math.max(0, remaining));
+  entry.expiry.unref();
+}
+
+/** The coordinator's own durations, each falling back to the guard's defaults; a `TypeError` when wrong. */
+function coordinatorDurations(options: CoordinatorOptions, defaults: ResolvedDefaults): ResolvedDefaults {
+  const own = resolveDefaults(options, 'coordinator');
+  const lockAtMostForMs = options?.lockAtMostFor === undefined ? defaults.lockAtMostForMs : own.lockAtMostForMs;
+  const lockAtLeastForMs = options?.lockAtLeastFor === undefined ? defaults.lockAtLeastForMs : own.lockAtLeastForMs;
+  if (lockAtMostForMs !== undefined && lockAtLeastForMs > lockAtMostForMs) {
+    const from = (option: keyof CoordinatorOptions): string => (options?.[option] === undefined ? `defaults.${option}` : `coordinator.${option}`);
+    throw new TypeError(
+      `Expected \`${from('lockAtLeastFor')}\` (${lockAtLeastForMs} ms) to be at most \`${from('lockAtMostFor')}\` (${lockAtMostForMs} ms)`,
+    );
+  }
+  return { lockAtMostForMs, lockAtLeastForMs };
+}

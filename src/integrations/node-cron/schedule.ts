@@ -1,0 +1,99 @@
+import { IANAZone } from 'luxon';
+import { schedule as scheduleTask, validateDetailed, type ScheduledTask } from 'node-cron';
+import { isCancellation } from '../../core/cancellation.js';
+import { describeValue } from '../../core/describe-value.js';
+import type { ResolvedJobRunner } from '../../core/runner.js';
+import { messageOf, type GuardError } from '../../core/errors.js';
+import type { ExecutionContext } from '../../core/execution-context.js';
+import type { JobFunction } from '../../core/execute.js';
+import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
+import type { Logger } from '../../core/logger.js';
+import type { RunResult } from '../../core/run-result.js';
+
+/** A job to run on a cron schedule. */
+export interface ScheduleOptions extends JobOptions {
+  /** The IANA time zone the cron expression is read in. @default the process's time zone */
+  timezone?: string;
+}
+
+/** What `guard.schedule` needs from its guard. */
+export interface ScheduleHost extends ResolvedJobRunner {
+  /** Tasks to stop on shutdown; a destroyed task leaves the set. */
+  readonly tasks: Set<ScheduledTask>;
+  /** A task was added, started again or destroyed: its next fires changed. */
+  tasksChanged(): void;
+  /** Where a scheduled job's error goes, since no caller awaits it. */
+  readonly logger: Logger;
+}
+
+/**
+ * Schedules `fn` with node-cron under the job's lock, each fire keyed on its nominal slot (at most
+ * one run per slot across replicas). The expression, the time zone and the job options are checked
+ * now: a `TypeError` when wrong.
+ */
+export function scheduleJob<T>(host: ScheduleHost, expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
+  const job = host.resolveJob(options);
+  const validation = typeof expression === 'string' ? validateDetailed(expression) : undefined;
+  if (validation === undefined || !validation.valid) {
+    const detail = validation?.errors.map((error) => error.message).join('; ');
+    throw new TypeError(
+      `Expected the cron expression of job ${JSON.stringify(job.name)} to be valid, got ${describeValue(expression)}` +
+        (detail === undefined || detail === '' ? '' : ` (${detail})`),
+    );
+  }
+  if (job.cron !== undefined && job.cron.expression !== expression) {
+    throw new TypeError(
+      `Expected \`cron\` of job ${JSON.stringify(job.name)} to be left out of guard.schedule, which fires on its own expression ` +
+        `${JSON.stringify(expression)}, got ${describeValue(job.cron.expression)}`,
+    );
+  }
+  const timezone = options.timezone;
+  if (timezone !== undefined && (typeof timezone !== 'string' || !IANAZone.isValidZone(timezone))) {
+    throw new TypeError(
+      `Expected \`timezone\` of job ${JSON.stringify(job.name)} to be an IANA time zone like 'Europe/Paris', got ${describeValue(timezone)}`,
+    );
+  }
+  // node-cron's context.date is the slot a scheduled fire is for, not the moment the timer fired.
+  // A run invoked by hand (task.execute()) has no slot: its date is just "now" on this replica.
+  const task = scheduleTask(
+    expression,
+    (context) => runScheduled(host, job, fn, context.execution?.reason === 'invoked' ? null : context.date),
+    {
+      name: job.name,
+      ...(timezone === undefined ? {} : { timezone }),
+    },
+  );
+  host.tasks.add(task);
+  // node-cron destroys a task on destroy() or after maxExecutions; a stopped one can start again.
+  task.on('task:destroyed', () => {
+    host.tasks.delete(task);
+    host.tasksChanged();
+  });
+  task.on('task:started', () => host.tasksChanged());
+  host.tasksChanged();
+  return task;
+}
+
+/**
+ * One fire: the run, whose job error goes to the guard's logger (the `failed` or `cancelled` event
+ * has the error itself). Never rejects: node-cron would print a rejection's stack on the console.
+ */
+async function runScheduled<T>(host: ScheduleHost, job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>> | undefined> {
+  let context: ExecutionContext | undefined;
+  try {
+    return await host.runResolved(
+      job,
+      (ctx) => {
+        context = ctx;
+        return fn(ctx);
+      },
+      slot,
+    );
+  } catch (error) {
+    // The signal's reason, when it aborted before the job ended (else EXECUTION_ENDED, which no job threw).
+    const reason = context?.signal.reason as GuardError | undefined;
+    if (isCancellation(error, reason)) host.logger.warn(`Job "${job.name}" stopped: ${messageOf(reason)}`);
+    else host.logger.error(`Job "${job.name}" failed: ${messageOf(error)}`);
+    return undefined;
+  }
+}
