@@ -62,6 +62,8 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
           expect(ran).toBe(false);
           const other = guardOn(url, prefix).guard;
           expect(await other.locks()).toEqual([expect.objectContaining({ name: job.name, state: 'free' })]);
+          // A pool passed in stays the app's, and usable: the cut connection left it, nothing else.
+          if (pool !== undefined) await expect((pool as { query(sql: string): Promise<unknown> }).query('SELECT 1')).resolves.toBeDefined();
         } finally {
           clearTimeout(letGo);
           await holder.close().catch(() => undefined);
