@@ -2,6 +2,7 @@
 // opened, and refusing every method afterwards with GUARD_CLOSED.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect } from 'kysely';
+import { createPool as createMysqlPool } from 'mysql2/promise';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
@@ -29,16 +30,14 @@ async function waitingOnLocks(monitor: RawDatabase, prefix: string): Promise<num
 describe.each(dialectTargets())('shutdown on $name', (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
     // SQLite: an acquire's wait (the busy timeout) blocks the thread, so no shutdown can overlap
-    // it, and it cannot outlive the process. MySQL: skipped until src/mysql implements
-    // LockStore.cancelAcquires (KILL QUERY on the acquire's connection) and bounds its lock wait on
-    // the server from LockStoreSettings.acquireTimeoutMs (innodb_lock_wait_timeout); without them
-    // shutdown does resolve in time, but the acquire left waiting commits its take once the row is
-    // free, with the pool gone.
-    it.skipIf(target.name !== 'postgres').each(['a URL', 'a pg Pool passed in'])(
+    // it, and it cannot outlive the process. PostgreSQL and MySQL: shutdown cancels the waiting
+    // statement on the server (pg_cancel_backend, KILL QUERY) once its timeout has passed.
+    const passedIn = target.name === 'postgres' ? 'a pg Pool passed in' : 'a mysql2 pool passed in';
+    it.skipIf(target.name === 'sqlite').each(['a URL', passedIn])(
       'resolves within its timeout while an acquire waits on a row lock, and that acquire takes nothing (%s)',
       async (kind) => {
         const { url, prefix } = await migratedGuard(target);
-        const pool = kind === 'a URL' ? undefined : new pg.Pool({ connectionString: url });
+        const pool = kind === 'a URL' ? undefined : target.name === 'postgres' ? new pg.Pool({ connectionString: url }) : createMysqlPool({ uri: url, connectionLimit: 2 });
         const options = { acquireTimeout: '10s' };
         const guard = pool === undefined ? guardOn(url, prefix, options).guard : createGuard({ database: pool, tablePrefix: prefix, logger: recordingLogger(), ...options });
         const job = { name: 'waiting-at-shutdown', lockAtMostFor: '1m' };
@@ -63,6 +62,8 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
           expect(ran).toBe(false);
           const other = guardOn(url, prefix).guard;
           expect(await other.locks()).toEqual([expect.objectContaining({ name: job.name, state: 'free' })]);
+          // A pool passed in stays the app's, and usable: the cut connection left it, nothing else.
+          if (pool !== undefined) await expect((pool as { query(sql: string): Promise<unknown> }).query('SELECT 1')).resolves.toBeDefined();
         } finally {
           clearTimeout(letGo);
           await holder.close().catch(() => undefined);

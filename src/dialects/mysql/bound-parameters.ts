@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { OperationNodeTransformer, type KyselyPlugin, type MysqlPool, type MysqlPoolConnection, type PluginTransformQueryArgs, type PluginTransformResultArgs, type PrimitiveValueListNode, type QueryResult, type RootOperationNode, type UnknownRow, type ValueNode } from 'kysely';
+import type { AcquireStatements } from './acquire-cancel.js';
 
 // mysql2's `query(sql, values)` writes the values into the SQL text itself, escaping quotes with
 // backslashes. A server whose sql_mode holds NO_BACKSLASH_ESCAPES reads `\'` as a backslash and a
@@ -10,13 +11,19 @@ type Callback = (error: unknown, result: never) => void;
 
 /** mysql2's callback connection, as the pool hands it out. */
 interface Mysql2Connection {
+  /** The server's id of this connection (its thread), from the handshake. */
+  readonly threadId?: number | null;
   query(sql: string, values: unknown[], callback: Callback): unknown;
   execute(sql: string, values: unknown[], callback: Callback): unknown;
   release(): void;
+  /** Closes it and takes it out of the pool. */
+  destroy(): void;
 }
 
 /** mysql2's callback pool (`mysql2.createPool`, or a promise pool's `.pool`). */
 export interface Mysql2CallbackPool {
+  /** The settings the pool opens its connections with (mysql2 `ConnectionConfig`). */
+  readonly config?: { readonly connectionConfig?: unknown };
   getConnection(callback: (error: unknown, connection: Mysql2Connection) => void): void;
   end(callback: (error: unknown) => void): void;
 }
@@ -28,8 +35,10 @@ export interface Mysql2CallbackPool {
  * `maxPreparedStatements`), and the guard's statements are a small fixed set, built once; a
  * statement without parameters (DDL, `SELECT 1`) holds no value and goes as text, as some of
  * them cannot be prepared.
+ * `acquires`: the acquire statements shutdown may cut; each connection notes its server thread id
+ * while it runs one (see AcquireStatements).
  */
-export function boundParameterPool(pool: Mysql2CallbackPool): MysqlPool {
+export function boundParameterPool(pool: Mysql2CallbackPool, acquires?: AcquireStatements): MysqlPool {
   // One wrapper per connection: Kysely keys its own per-connection state on the object it gets.
   const wrappers = new WeakMap<Mysql2Connection, MysqlPoolConnection>();
   return {
@@ -41,7 +50,7 @@ export function boundParameterPool(pool: Mysql2CallbackPool): MysqlPool {
         }
         let wrapper = wrappers.get(connection);
         if (wrapper === undefined) {
-          wrapper = boundParameterConnection(connection);
+          wrapper = boundParameterConnection(connection, acquires);
           wrappers.set(connection, wrapper);
         }
         callback(null, wrapper);
@@ -51,15 +60,34 @@ export function boundParameterPool(pool: Mysql2CallbackPool): MysqlPool {
   };
 }
 
-function boundParameterConnection(connection: Mysql2Connection): MysqlPoolConnection {
+function boundParameterConnection(connection: Mysql2Connection, acquires: AcquireStatements | undefined): MysqlPoolConnection {
+  // Whether this checkout ran an acquire statement, which a KILL QUERY may be on its way to.
+  let ranAcquire = false;
   return {
     query(sql: string, parameters: unknown[], callback?: Callback) {
       // Kysely streams only when asked to (`.stream()`), which the guard never does.
       if (callback === undefined) throw new TypeError('cronguard: streaming is not supported on its MySQL connections');
-      if (parameters.length === 0) connection.query(sql, parameters, callback);
-      else connection.execute(sql, parameters.map(bindable), callback);
+      let answer = callback;
+      const threadId = connection.threadId;
+      if (acquires?.isAcquire(sql) === true && typeof threadId === 'number' && Number.isSafeInteger(threadId)) {
+        ranAcquire = true;
+        acquires.started(threadId);
+        answer = (error, result) => {
+          acquires.finished(threadId);
+          callback(error, result);
+        };
+      }
+      if (parameters.length === 0) connection.query(sql, parameters, answer);
+      else connection.execute(sql, parameters.map(bindable), answer);
     },
-    release: () => connection.release(),
+    release() {
+      // Once shutdown cancels the acquires, a connection that ran one is closed, not reused: a
+      // KILL QUERY sent for its statement would otherwise cut whatever it ran next.
+      const destroy = ranAcquire && acquires?.cancelling === true;
+      ranAcquire = false;
+      if (destroy) connection.destroy();
+      else connection.release();
+    },
   } as MysqlPoolConnection;
 }
 

@@ -2,6 +2,7 @@ import { Kysely, MysqlDialect } from 'kysely';
 import type * as mysql2 from 'mysql2';
 import { loadDriver } from '../common/load-driver.js';
 import type { OpenSettings } from '../../core/dialect.js';
+import { AcquireStatements } from './acquire-cancel.js';
 import { boundParameterPool, ByteStringParameters, type Mysql2CallbackPool } from './bound-parameters.js';
 
 /**
@@ -26,17 +27,26 @@ function isCallbackPool(value: unknown): boolean {
   return hasGetConnection(value) && typeof (value as { config?: unknown }).config === 'object' && !('totalCount' in (value as object));
 }
 
-/** The Kysely instances whose pool binds every parameter (`boundParameterPool`): the guard's own and adopted pools. */
-const boundDatabases = new WeakSet<Kysely<unknown>>();
+/**
+ * The Kysely instances whose pool binds every parameter (`boundParameterPool`): the guard's own and
+ * adopted pools, with the acquire statements running on their connections.
+ */
+const boundDatabases = new WeakMap<Kysely<unknown>, AcquireStatements>();
 
 /** Whether `db` sends parameters apart from the SQL text; if not, the lock statements pass strings as bytes (`asByteStrings`). */
 export function bindsParameters(db: Kysely<unknown>): boolean {
   return boundDatabases.has(db);
 }
 
+/** The acquire statements of `db`'s pool, which shutdown can cut; undefined for a Kysely instance passed in. */
+export function acquireStatementsOf(db: Kysely<unknown>): AcquireStatements | undefined {
+  return boundDatabases.get(db);
+}
+
 function boundKysely(pool: Mysql2CallbackPool): Kysely<unknown> {
-  const db = new Kysely<unknown>({ dialect: new MysqlDialect({ pool: boundParameterPool(pool) }) });
-  boundDatabases.add(db);
+  const acquires = new AcquireStatements(pool.config?.connectionConfig);
+  const db = new Kysely<unknown>({ dialect: new MysqlDialect({ pool: boundParameterPool(pool, acquires) }) });
+  boundDatabases.set(db, acquires);
   return db;
 }
 

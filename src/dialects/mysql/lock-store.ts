@@ -3,7 +3,7 @@ import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { asByteStrings } from './bound-parameters.js';
-import { bindsParameters } from './connection.js';
+import { acquireStatementsOf, bindsParameters } from './connection.js';
 import { mysqlTime } from './reads.js';
 
 /** ER_DUP_ENTRY */
@@ -24,14 +24,19 @@ const DEADLOCK_ATTEMPTS = 3;
 export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { history }: LockStoreSettings): LockStore {
   const locks = quotedTable(tables, 'locks', '`');
   const runs = quotedTable(tables, 'runs', '`');
+  // The acquire's statements, which shutdown cuts on the server (cancelAcquires, KILL QUERY) when
+  // they outlive its timeout. Undefined through a Kysely instance passed in: its connections are
+  // the user's driver's, out of the guard's sight; there only the server's lock wait bound holds.
+  const acquires = acquireStatementsOf(db);
+  const acquireStatement = (sql: string): string => acquires?.register(sql) ?? sql;
 
   // The probe: a plain (consistent, lock-free) read of the lock row before the acquire. Most
   // attempts lose (every replica but one, at every slot), and this answers them without the
   // UPDATE's row lock, and with the reason (held, or this slot or a later one already ran). It only
   // says no when the acquire would at that instant; a lock that looks free still goes through the
   // UPDATE or INSERT below, which alone decide. No row: the job's first acquire anywhere.
-  const probeSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
-  FROM ${locks} WHERE name = ?`;
+  const probeSql = acquireStatement(`SELECT CASE WHEN last_slot >= ? THEN 'slot-done' WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = ?`);
 
   // Acquire, when the probe found the row free: one UPDATE that takes the row only when it has expired. MySQL has no
   // RETURNING, and an `INSERT … ON DUPLICATE KEY UPDATE` cannot tell a loser from an insert when
@@ -43,32 +48,33 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { 
   // last_slot is the slot watermark: a scheduled call takes the row only when its slot is newer
   // than the last one that ran, so a late replica never runs a slot twice; an unscheduled call
   // (slot NULL) ignores it and leaves it as it is.
-  const takeSql = `UPDATE ${locks}
+  const takeSql = acquireStatement(`UPDATE ${locks}
    SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
        locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?, last_slot = COALESCE(?, last_slot)
- WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (? IS NULL OR last_slot IS NULL OR last_slot < ?)`;
+ WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (? IS NULL OR last_slot IS NULL OR last_slot < ?)`);
   // For a scheduled loser of the take after the probe found the row free: why it lost. Unscheduled losers skip it.
-  const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
+  const lossSql = acquireStatement(`SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`);
 
   // Acquire, when the probe found no row: a plain INSERT, so that a concurrent creator gets a duplicate-key
   // error (a loss) while any other error (a name too long, a missing table) still surfaces.
   // Not INSERT IGNORE: it would turn those errors into warnings.
-  const createSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
-VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?, ?)`;
+  const createSql = acquireStatement(`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?, ?)`);
 
   // Start the run, copying its times from the lock row just taken (the database's clock), and in the
   // same statement mark `abandoned` the run it took over from, if that one is still `running`: the
   // second SELECT finds it and the duplicate key turns its insert into that update. MySQL has no
   // RETURNING and no multi-statement calls on a user's pool, so this is a second round trip; a
   // process dying between the two leaves no run row of its own, and doctor reports any run left
-  // `running` after its lock expired.
-  const startSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+  // `running` after its lock expired. Cut by shutdown (or refused once it cancels), it fails, and
+  // `start` gives the lock it just took back (abandonSql, abortSql: never cut).
+  const startSql = acquireStatement(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
 SELECT ?, name, ?, 'running', locked_by, locked_at, ?, lock_until FROM ${locks} WHERE name = ? AND token = ?
 UNION ALL
 SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
   FROM ${runs} r JOIN ${locks} l ON r.id = l.previous_token
  WHERE l.name = ? AND l.token = ? AND r.status = 'running'
-ON DUPLICATE KEY UPDATE status = 'abandoned'`;
+ON DUPLICATE KEY UPDATE status = 'abandoned'`);
 
   // Release and finish the run in one multi-table UPDATE. The lock is matched by token only
   // (LEFT JOIN: a lock taken by someone else leaves only the run to update). Both rows always
@@ -110,6 +116,8 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   // through a Kysely instance passed in, strings go as bytes (see asByteStrings): never as SQL text.
   const encode = bindsParameters(db) ? (parameters: unknown[]) => parameters : asByteStrings;
   async function execute<Row>(sql: string, parameters: unknown[]): Promise<QueryResult<Row>> {
+    // Once shutdown cancels the acquires, none of their statements starts: it would not be cut.
+    if (acquires?.cancelling === true && acquires.isAcquire(sql)) throw new Error('The guard is shutting down: its acquires are cancelled');
     const compiled = CompiledQuery.raw(sql, encode(parameters));
     for (let attempt = 1; ; attempt += 1) {
       try {
@@ -203,5 +211,8 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
       const slotText = slot === null ? null : mysqlTime(slot);
       await execute(skipSql, [token, job.name, slotText, lockedBy, Math.round(job.lockAtMostForMs)]);
     },
+    // A cut statement fails with ER_QUERY_INTERRUPTED (1317) and rolls back (one autocommit
+    // statement): `acquire` rejects, which the guard, shutting down, reports as a GUARD_CLOSED skip.
+    ...(acquires === undefined ? {} : { cancelAcquires: () => acquires.cancel() }),
   };
 }
