@@ -117,6 +117,19 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       expect(result).toMatchObject({ executed: false, reason: 'error', error: { code: 'GUARD_CLOSED' } });
     });
 
+    it('emits a skipped event with reason "error" for a run after close()', async () => {
+      const { guard } = await migratedGuard(target);
+      const skips: { job: string; slot: Date | null; reason: string; error?: GuardError }[] = [];
+      guard.on('skipped', (event) => skips.push(event));
+      await guard.close();
+      const slot = new Date('2026-01-01T00:00:00Z');
+      const result = await guard.run({ name: 'closed', lockAtMostFor: '1m', slot }, () => 'ran');
+      expect(result).toMatchObject({ executed: false, reason: 'error' });
+      expect(skips).toHaveLength(1);
+      expect(skips[0]).toMatchObject({ job: 'closed', slot, reason: 'error', error: { code: 'GUARD_CLOSED' } });
+      if (!result.executed && result.reason === 'error') expect(skips[0]?.error).toBe(result.error);
+    });
+
     it.skipIf(target.name === 'sqlite')('skips with ACQUIRE_FAILED when the database is unreachable (fail closed)', async () => {
       const unreachable = target.name === 'postgres' ? 'postgres://postgres@127.0.0.1:1/none' : 'mysql://root@127.0.0.1:1/none';
       const { guard, logger } = guardOn(unreachable, 'cronguard_');

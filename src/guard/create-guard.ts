@@ -121,13 +121,15 @@ export class Guard implements RunnerHost {
 
   /** `run` for options validated beforehand (the decorators validate once, when applied). */
   async #runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>> {
+    // A job called by another scheduler claims the slot its `cron` last fired at (replica clock).
+    const claimed = slot ?? job.cron?.slotAt(new Date()) ?? null;
     if (this.#closed) {
       const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name });
       this.#options.logger.warn(error.message);
+      // Every skip emits `skipped` (the OpenTelemetry skip counter counts these), as error skips in acquire do.
+      this.#environment.events.emit('skipped', { job: job.name, slot: claimed, reason: 'error', error });
       return { executed: false, reason: 'error', error };
     }
-    // A job called by another scheduler claims the slot its `cron` last fired at (replica clock).
-    const claimed = slot ?? job.cron?.slotAt(new Date()) ?? null;
     const result = await this.#inFlight.track(execute(this.#environment, job, fn, claimed));
     if (result.executed) this.#admin.pruneByRetention();
     return result;
