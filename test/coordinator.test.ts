@@ -39,8 +39,8 @@ describe.each(sqlite)('guard.coordinator() on $name', (target) => {
     expect(await coordinator.shouldRun(keyOf('short-lease'), 1_000)).toBe(false);
     expect(await coordinator.shouldRun(keyOf('short-lease', new Date(Date.now() + 1_000)), 1_000)).toBe(false);
     expect(logger.errors).toEqual([
-      'Task "short-lease" did not run: the coordinator\'s lockAtLeastFor (5000 ms) is longer than its lockAtMostFor, ' +
-        'which comes from the task\'s `distributedLease` (1000 ms)',
+      'Task "short-lease" did not run: Expected `coordinator.lockAtLeastFor` of job "short-lease" (5000 ms) ' +
+        'to be at most `distributedLease` (1000 ms)',
     ]);
   });
 

@@ -267,7 +267,7 @@ describe('durations rejected', () => {
     const guard = memoryGuard({ defaults: { lockAtMostFor: '1m' } });
     expectTypeError(
       thrown(() => guard.resolveJob({ name: 'nightly', lockAtLeastFor: '2m' })),
-      'Expected `lockAtLeastFor` of job "nightly" (120000 ms) to be at most `lockAtMostFor` (60000 ms, from `defaults.lockAtMostFor`)',
+      'Expected `lockAtLeastFor` of job "nightly" (120000 ms) to be at most `defaults.lockAtMostFor` (60000 ms)',
     );
   });
 
@@ -275,7 +275,7 @@ describe('durations rejected', () => {
     const guard = memoryGuard({ defaults: { lockAtLeastFor: '2m' } });
     expectTypeError(
       thrown(() => guard.resolveJob({ name: 'nightly', lockAtMostFor: '1m' })),
-      'Expected `lockAtLeastFor` of job "nightly" (120000 ms, from `defaults.lockAtLeastFor`) to be at most `lockAtMostFor` (60000 ms)',
+      'Expected `defaults.lockAtLeastFor` of job "nightly" (120000 ms) to be at most `lockAtMostFor` (60000 ms)',
     );
   });
 

@@ -1,6 +1,7 @@
 import { describeValue } from './describe-value.js';
 import { parseDuration, type DurationInput } from './duration.js';
 import { resolveCronSlots, type CronSlots } from './cron-slots.js';
+import { lockAtLeastForError } from './duration-rules.js';
 
 /** What one guarded job is: its lock row's name and how long the lock is held. */
 export interface JobOptions {
@@ -86,10 +87,13 @@ export function resolveDefaults(defaults: JobDefaults | undefined, label = 'defa
     defaults?.lockAtLeastFor === undefined
       ? 0
       : parseDuration(defaults.lockAtLeastFor, { option: `${label}.lockAtLeastFor`, job: undefined });
-  if (lockAtMostForMs !== undefined && lockAtLeastForMs > lockAtMostForMs) {
-    throw new TypeError(
-      `Expected \`${label}.lockAtLeastFor\` (${lockAtLeastForMs} ms) to be at most \`${label}.lockAtMostFor\` (${lockAtMostForMs} ms)`,
+  if (lockAtMostForMs !== undefined) {
+    const error = lockAtLeastForError(
+      { option: `${label}.lockAtLeastFor`, ms: lockAtLeastForMs },
+      { option: `${label}.lockAtMostFor`, ms: lockAtMostForMs },
+      undefined,
     );
+    if (error !== undefined) throw error;
   }
   return { lockAtMostForMs, lockAtLeastForMs };
 }
@@ -117,14 +121,13 @@ export function resolveJob(options: JobOptions, defaults: ResolvedDefaults): Res
     options.lockAtLeastFor === undefined
       ? defaults.lockAtLeastForMs
       : parseDuration(options.lockAtLeastFor, { option: 'lockAtLeastFor', job: name });
-  if (lockAtLeastForMs > lockAtMostForMs) {
-    const fromDefaults = (option: keyof JobOptions): string =>
-      options[option] === undefined ? `, from \`defaults.${option}\`` : '';
-    throw new TypeError(
-      `Expected \`lockAtLeastFor\` of job ${JSON.stringify(name)} (${lockAtLeastForMs} ms${fromDefaults('lockAtLeastFor')}) ` +
-        `to be at most \`lockAtMostFor\` (${lockAtMostForMs} ms${fromDefaults('lockAtMostFor')})`,
-    );
-  }
+  const source = (option: keyof JobOptions): string => (options[option] === undefined ? `defaults.${option}` : option);
+  const tooLong = lockAtLeastForError(
+    { option: source('lockAtLeastFor'), ms: lockAtLeastForMs },
+    { option: source('lockAtMostFor'), ms: lockAtMostForMs },
+    name,
+  );
+  if (tooLong !== undefined) throw tooLong;
   const stopMarginMs = resolveStopMargin(options.stopMargin, name, lockAtMostForMs);
   return {
     name,

@@ -6,6 +6,7 @@ import { releaseLock, SUCCEEDED } from '../../core/release.js';
 import type { InFlight } from '../../core/in-flight.js';
 import { resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
+import { lockAtLeastForError } from '../../core/duration-rules.js';
 
 /** Lock durations for the tasks a node-cron coordinator serves. */
 export interface CoordinatorOptions {
@@ -48,12 +49,14 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
     let job = jobs.get(name);
     if (job === undefined) {
       const lockAtMostForMs = durations.lockAtMostForMs ?? ttlMs;
-      if (durations.lockAtLeastForMs > lockAtMostForMs) {
-        warnOnce(
-          name,
-          `Task "${name}" did not run: the coordinator's lockAtLeastFor (${durations.lockAtLeastForMs} ms) is longer than ` +
-            `its lockAtMostFor, which comes from the task's \`distributedLease\` (${lockAtMostForMs} ms)`,
-        );
+      // Only a lockAtMostFor from the task's distributedLease can be too short here: coordinatorDurations checked the rest.
+      const tooLong = lockAtLeastForError(
+        { option: sourceOf(options, 'lockAtLeastFor'), ms: durations.lockAtLeastForMs },
+        { option: durations.lockAtMostForMs === undefined ? 'distributedLease' : sourceOf(options, 'lockAtMostFor'), ms: lockAtMostForMs },
+        name,
+      );
+      if (tooLong !== undefined) {
+        warnOnce(name, `Task "${name}" did not run: ${tooLong.message}`);
         return undefined;
       }
       job = resolveJob({ name }, { lockAtMostForMs, lockAtLeastForMs: durations.lockAtLeastForMs });
@@ -145,11 +148,18 @@ function coordinatorDurations(options: CoordinatorOptions, defaults: ResolvedDef
   const own = resolveDefaults(options, 'coordinator');
   const lockAtMostForMs = options?.lockAtMostFor === undefined ? defaults.lockAtMostForMs : own.lockAtMostForMs;
   const lockAtLeastForMs = options?.lockAtLeastFor === undefined ? defaults.lockAtLeastForMs : own.lockAtLeastForMs;
-  if (lockAtMostForMs !== undefined && lockAtLeastForMs > lockAtMostForMs) {
-    const from = (option: keyof CoordinatorOptions): string => (options?.[option] === undefined ? `defaults.${option}` : `coordinator.${option}`);
-    throw new TypeError(
-      `Expected \`${from('lockAtLeastFor')}\` (${lockAtLeastForMs} ms) to be at most \`${from('lockAtMostFor')}\` (${lockAtMostForMs} ms)`,
+  if (lockAtMostForMs !== undefined) {
+    const error = lockAtLeastForError(
+      { option: sourceOf(options, 'lockAtLeastFor'), ms: lockAtLeastForMs },
+      { option: sourceOf(options, 'lockAtMostFor'), ms: lockAtMostForMs },
+      undefined,
     );
+    if (error !== undefined) throw error;
   }
   return { lockAtMostForMs, lockAtLeastForMs };
+}
+
+/** Where a coordinator's duration comes from, named as errors name it: its own option, else the guard's default. */
+function sourceOf(options: CoordinatorOptions | undefined, option: keyof CoordinatorOptions): string {
+  return options?.[option] === undefined ? `defaults.${option}` : `coordinator.${option}`;
 }
