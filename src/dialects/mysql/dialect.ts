@@ -2,7 +2,8 @@ import type { Dialect } from '../../core/dialect.js';
 import { openMysql } from './connection.js';
 import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
-import { isMysqlLockWaitTimeout, isMysqlMissingTable, mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
+import { isMysqlLockWaitTimeout, isMysqlMissingTable } from './driver-errors.js';
+import { mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
 export const mysqlDialect: Dialect = {
   name: 'mysql',

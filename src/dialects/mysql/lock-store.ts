@@ -4,7 +4,7 @@ import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunO
 import type { ResolvedJob } from '../../core/job-options.js';
 import { asByteStrings } from './bound-parameters.js';
 import { acquireStatementsOf, bindsParameters } from './connection.js';
-import { mysqlTime } from './reads.js';
+import { mysqlTime } from './time-values.js';
 
 /** ER_DUP_ENTRY */
 const DUPLICATE_KEY = 1062;

@@ -1,4 +1,5 @@
 import type { ReadSql } from '../../core/dialect.js';
+import { mysqlTime } from './time-values.js';
 
 /**
  * DATETIME has no zone and mysql2 reads it in the connection's `timezone` (local by default on a
@@ -12,8 +13,3 @@ export const mysqlReads: ReadSql = {
   millisecondsUntil: (column) => `(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), ${column}) DIV 1000)`,
   timeParameter: mysqlTime,
 };
-
-/** A DATETIME(3) literal in UTC: mysql2 would write a Date in the connection's time zone. */
-export function mysqlTime(date: Date): string {
-  return date.toISOString().slice(0, 23).replace('T', ' ');
-}

@@ -25,13 +25,3 @@ export async function mysqlIndexExists(db: Kysely<unknown>, table: string, index
     WHERE table_schema = DATABASE() AND table_name = ${table} AND index_name = ${index} LIMIT 1`.execute(db);
   return rows.length > 0;
 }
-
-/** ER_LOCK_WAIT_TIMEOUT */
-export function isMysqlLockWaitTimeout(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { errno?: unknown }).errno === 1205;
-}
-
-/** ER_NO_SUCH_TABLE */
-export function isMysqlMissingTable(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { errno?: unknown }).errno === 1146;
-}

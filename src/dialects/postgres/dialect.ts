@@ -2,7 +2,8 @@ import type { Dialect } from '../../core/dialect.js';
 import { openPostgres } from './connection.js';
 import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
-import { isPostgresLockWaitTimeout, isPostgresMissingTable, postgresColumnTypes, postgresCurrentSchema } from './schema.js';
+import { isPostgresLockWaitTimeout, isPostgresMissingTable } from './driver-errors.js';
+import { postgresColumnTypes, postgresCurrentSchema } from './schema.js';
 
 export const postgresDialect: Dialect = {
   name: 'postgres',

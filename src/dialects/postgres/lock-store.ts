@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { isPostgresSerializationFailure as isSerializationFailure } from './schema.js';
+import { isPostgresSerializationFailure as isSerializationFailure } from './driver-errors.js';
 import { statementRunner } from './statement-runner.js';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
