@@ -9,16 +9,15 @@ import type { LockRecord } from '../admin/locks.js';
 import { ConnectionWarmUp } from '../integrations/node-cron/connection-warm-up.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/schedule.js';
-import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
 import type { DialectName } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
 import { GuardError } from '../core/errors.js';
 import type { ExecuteEnvironment } from '../core/environment.js';
-import { GuardEvents, type GuardEventMap, type GuardEventName } from '../core/events.js';
+import type { GuardEventMap, GuardEventName } from '../core/events.js';
 import { execute, type JobFunction } from '../core/execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
+import { createGuardEnvironment } from './guard-environment.js';
 import { InFlight } from '../core/in-flight.js';
-import { ReleasedLocks } from '../core/released-locks.js';
 import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
 import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
@@ -73,27 +72,11 @@ export class Guard implements RunnerHost {
       stopped.abort();
       return opened.close();
     };
-    const events = new GuardEvents(resolved.logger);
-    this.#environment = {
-      store: dialect.createLockStore(opened.db, tables, {
-        native: resolved.preparedStatements ? opened.native : undefined,
-        history: resolved.history,
-        acquireTimeoutMs: resolved.acquireTimeoutMs,
-      }),
-      dialect,
-      lockedBy: resolved.lockedBy,
-      logger: resolved.logger,
-      events,
-      recordSkips: resolved.recordSkips,
-      running: new Set(),
-      pendingAcquires: new Map(),
-      releasedLocks: new ReleasedLocks(),
-      statementTimeoutMs: resolved.acquireTimeoutMs,
+    this.#environment = createGuardEnvironment(resolved, opened, {
       inFlight: this.#inFlight,
       isStopping: () => this.#closed,
       stopped: stopped.signal,
-      runContext: resolved.telemetry ? reportToOpenTelemetry(events) : undefined,
-    };
+    });
     this.#admin = new Administration({
       db: opened.db,
       dialect,
