@@ -96,6 +96,8 @@ export class Guard implements RunnerHost {
    * Runs `fn` if this execution takes the job's lock, else skips. Resolves with
    * `{ executed: true, value }`, or `{ executed: false, reason }` for a skip; rejects with the
    * job's own error (after releasing the lock), or a `TypeError` for bad options.
+   * @example
+   * const result = await guard.run({ name: 'nightly-report', lockAtMostFor: '10m' }, (ctx) => buildReport(ctx.signal));
    */
   async run<T>(options: RunOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
     const job = resolveJob(options, this.#options.defaults);
@@ -146,6 +148,11 @@ export class Guard implements RunnerHost {
   /**
    * A method decorator (standard or `experimentalDecorators`) that runs the method under the job's
    * lock. A skipped call resolves to `undefined`. Options are validated here, when applied.
+   * @example
+   * class Jobs {
+   *   \@guard.guarded({ name: 'nightly-report', lockAtMostFor: '10m' }) // `\@` in JSDoc, `@` in code
+   *   async nightlyReport(): Promise<number | undefined> { return buildReport(); }
+   * }
    */
   guarded(options: JobOptions): GuardedDecorator {
     const job = this.#runner.resolveDecoratedJob(options);
@@ -156,6 +163,8 @@ export class Guard implements RunnerHost {
    * Schedules `fn` with node-cron under the job's lock: at most one run per slot across replicas.
    * Returns the node-cron task; `shutdown()` stops it. A bad expression, time zone or option is a
    * `TypeError` now.
+   * @example
+   * guard.schedule('0 3 * * *', { name: 'nightly-report', lockAtMostFor: '30m', timezone: 'Europe/Paris' }, (ctx) => buildReport(ctx.signal));
    */
   schedule<T>(expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
     if (this.#closed) {
@@ -174,6 +183,8 @@ export class Guard implements RunnerHost {
   /**
    * A node-cron RunCoordinator for tasks created with `distributed: true`:
    * `cron.setRunCoordinator(guard.coordinator())`. Locks per task name, with the slot watermark.
+   * @example
+   * cron.setRunCoordinator(guard.coordinator({ lockAtMostFor: '10m' })); // then cron.schedule(…, { name, distributed: true })
    */
   coordinator(options: CoordinatorOptions = {}): RunCoordinator {
     return createRunCoordinator(
@@ -182,7 +193,11 @@ export class Guard implements RunnerHost {
     );
   }
 
-  /** Runs from the history, newest first, with a cursor for the next page. */
+  /**
+   * Runs from the history, newest first, with a cursor for the next page.
+   * @example
+   * const { runs, next } = await guard.history({ job: 'nightly-report', status: 'failed', since: '24h' });
+   */
   history(query?: HistoryQuery): Promise<HistoryPage> {
     return this.#admin.history(query);
   }
@@ -272,7 +287,11 @@ export class Guard implements RunnerHost {
   }
 }
 
-/** Creates a guard. Options are validated now: a `TypeError` names the option and the value. */
+/**
+ * Creates a guard. Options are validated now: a `TypeError` names the option and the value.
+ * @example
+ * const guard = createGuard({ database: process.env.DATABASE_URL }); // required: every replica shares it
+ */
 export function createGuard(options: GuardOptions): Guard {
   return new Guard(options);
 }

@@ -18,6 +18,15 @@ export function setDefaultGuard(guard: RunnerHost | undefined): void {
  * `guard.guarded(options)` for modules that declare jobs before the database is configured: the
  * guard set by `setDefaultGuard` is looked up at each call. The options are checked when the
  * decorator is applied; the guard's defaults fill the gaps at the call.
+ * @example
+ * import { createGuard, guarded, setDefaultGuard } from 'cronguard';
+ *
+ * class Jobs {
+ *   \@guarded({ name: 'nightly-report', lockAtMostFor: '10m' }) // `\@` in JSDoc, `@` in code
+ *   async nightlyReport(): Promise<void> { await buildReport(); }
+ * }
+ * // At start-up, once the database is configured:
+ * setDefaultGuard(createGuard({ database: process.env.DATABASE_URL }));
  */
 export function guarded(options: JobOptions): GuardedDecorator {
   checkJobOptions(options);
