@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
 import type { ExecuteEnvironment, HeldLock } from './environment.js';
 import { GuardError, messageOf } from './errors.js';
-import { AcquireFailureLog } from './failure-log.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock } from './release.js';
 import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
@@ -12,18 +11,6 @@ import { statementAnswer, TIMED_OUT } from './timeout.js';
 const STALE_AFTER_TIMEOUTS = 10;
 
 const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: 'not run: the acquire answered after acquireTimeout' });
-
-/** Each guard's log of failed acquires (one environment per guard), made at its first acquire. */
-const failureLogs = new WeakMap<ExecuteEnvironment, AcquireFailureLog>();
-
-function failureLog(environment: ExecuteEnvironment): AcquireFailureLog {
-  let log = failureLogs.get(environment);
-  if (log === undefined) {
-    log = new AcquireFailureLog(environment.logger);
-    failureLogs.set(environment, log);
-  }
-  return log;
-}
 
 /**
  * Takes the job's lock for one execution, or says why not. Never rejects: a failed or hung acquire
@@ -97,7 +84,7 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
     return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
   }
   // The database answered: an outage this job was in is over.
-  failureLog(environment).answered(job.name);
+  environment.failureLog.answered(job.name);
   if (outcome === 'acquired') {
     if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
     return { job, request, acquireSentAt };
@@ -123,7 +110,7 @@ export function isHeld(value: HeldLock | Skip): value is HeldLock {
 
 /** A skip for a failed acquire: logged (thinned during an outage), and an `error` and a `skipped` event every time. */
 function failed(environment: ExecuteEnvironment, job: ResolvedJob, slot: Date | null, error: GuardError): Skip {
-  failureLog(environment).failed(job.name, error.message);
+  environment.failureLog.failed(job.name, error.message);
   environment.events.emit('error', { job: job.name, error });
   environment.events.emit('skipped', { job: job.name, slot, reason: 'error', error });
   return { executed: false, reason: 'error', error };

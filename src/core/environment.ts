@@ -1,5 +1,6 @@
 import type { AcquireRequest, Dialect, LockStore } from './dialect.js';
 import type { GuardEvents } from './events.js';
+import type { AcquireFailureLog } from './failure-log.js';
 import type { Execution } from './execution-context.js';
 import type { InFlight } from './in-flight.js';
 import type { ResolvedJob } from './job-options.js';
@@ -26,6 +27,8 @@ export interface ExecuteEnvironment {
    * acquire, so a hung database holds one acquire per job (one more every ten acquireTimeouts).
    */
   readonly pendingAcquires: Map<string, { timedOut: boolean; sentAt: number }>;
+  /** Thins the log of failed acquires during an outage (the events still count every one). */
+  readonly failureLog: AcquireFailureLog;
   /** The jobs whose lock this guard released itself: their next acquire skips the probe. */
   readonly releasedLocks: ReleasedLocks;
   /** How long an acquire, an extend or a release may take before the guard gives up on it. */

@@ -2,6 +2,7 @@ import type { OpenedDatabase } from '../dialects/connect.js';
 import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
 import type { ExecuteEnvironment } from '../core/environment.js';
 import { GuardEvents } from '../core/events.js';
+import { AcquireFailureLog } from '../core/failure-log.js';
 import type { InFlight } from '../core/in-flight.js';
 import { ReleasedLocks } from '../core/released-locks.js';
 import type { ResolvedGuardOptions } from './guard-options.js';
@@ -27,6 +28,7 @@ export function createGuardEnvironment(
     recordSkips: resolved.recordSkips,
     running: new Set(),
     pendingAcquires: new Map(),
+    failureLog: new AcquireFailureLog(resolved.logger),
     releasedLocks: new ReleasedLocks(),
     statementTimeoutMs: resolved.acquireTimeoutMs,
     inFlight: state.inFlight,

@@ -1,8 +1,7 @@
 import { Cron } from '@nestjs/schedule';
-import type { Guard } from '../guard/create-guard.js';
-import { RUNNER } from '../core/runner.js';
+import { lateBoundRunner } from '../core/runner.js';
 import { GuardError } from '../core/errors.js';
-import { checkJobOptions, type JobOptions, type ResolvedJob } from '../core/job-options.js';
+import { checkJobOptions, type JobOptions } from '../core/job-options.js';
 import { createGuardedDecorator } from '../integrations/decorators/guarded.js';
 import { currentModuleGuard } from './module-guard.js';
 
@@ -28,25 +27,19 @@ export function GuardedCron(expression: string, options: GuardedCronOptions): Me
   const { timeZone, disabled, ...job } = options;
   const jobOptions: JobOptions = { ...job, cron: expression, ...(timeZone === undefined ? {} : { timezone: timeZone }) };
   checkJobOptions(jobOptions);
-  const resolved = new WeakMap<Guard, ResolvedJob>();
-  const guard = createGuardedDecorator(async (fn) => {
-    const moduleGuard = currentModuleGuard();
-    if (moduleGuard === undefined) {
-      throw new GuardError(
-        'NO_DEFAULT_GUARD',
-        `Job "${jobOptions.name}" was called before CronguardModule created its guard: import ` +
-          'CronguardModule.forRoot(…) or forRootAsync(…) in your application module',
-        { job: jobOptions.name },
-      );
-    }
-    const runner = moduleGuard[RUNNER];
-    let resolvedJob = resolved.get(moduleGuard);
-    if (resolvedJob === undefined) {
-      resolvedJob = runner.resolveDecoratedJob(jobOptions);
-      resolved.set(moduleGuard, resolvedJob);
-    }
-    return runner.runResolved(resolvedJob, fn, null);
-  });
+  const guard = createGuardedDecorator(
+    lateBoundRunner(
+      jobOptions,
+      currentModuleGuard,
+      () =>
+        new GuardError(
+          'NO_DEFAULT_GUARD',
+          `Job "${jobOptions.name}" was called before CronguardModule created its guard: import ` +
+            'CronguardModule.forRoot(…) or forRootAsync(…) in your application module',
+          { job: jobOptions.name },
+        ),
+    ),
+  );
   const schedule = Cron(expression, {
     name: jobOptions.name,
     ...(timeZone === undefined ? {} : { timeZone }),

@@ -1,7 +1,7 @@
 import { GuardError } from '../../core/errors.js';
-import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
+import type { JobOptions } from '../../core/job-options.js';
 import { checkJobOptions } from '../../core/job-options.js';
-import { RUNNER, type RunnerHost } from '../../core/runner.js';
+import { lateBoundRunner, type RunnerHost } from '../../core/runner.js';
 import { createGuardedDecorator, type GuardedDecorator } from './guarded.js';
 
 let defaultGuard: RunnerHost | undefined;
@@ -30,23 +30,17 @@ export function setDefaultGuard(guard: RunnerHost | undefined): void {
  */
 export function guarded(options: JobOptions): GuardedDecorator {
   checkJobOptions(options);
-  const resolved = new WeakMap<RunnerHost, ResolvedJob>();
-  return createGuardedDecorator(async (fn) => {
-    const guard = defaultGuard;
-    if (guard === undefined) {
-      throw new GuardError(
-        'NO_DEFAULT_GUARD',
-        `Job "${options.name}" was called before a default guard was set: call setDefaultGuard(createGuard({ … })) ` +
-          'at start-up, or decorate with guard.guarded(…) instead',
-        { job: options.name },
-      );
-    }
-    const runner = guard[RUNNER];
-    let job = resolved.get(guard);
-    if (job === undefined) {
-      job = runner.resolveDecoratedJob(options);
-      resolved.set(guard, job);
-    }
-    return runner.runResolved(job, fn, null);
-  });
+  return createGuardedDecorator(
+    lateBoundRunner(
+      options,
+      () => defaultGuard,
+      () =>
+        new GuardError(
+          'NO_DEFAULT_GUARD',
+          `Job "${options.name}" was called before a default guard was set: call setDefaultGuard(createGuard({ … })) ` +
+            'at start-up, or decorate with guard.guarded(…) instead',
+          { job: options.name },
+        ),
+    ),
+  );
 }
