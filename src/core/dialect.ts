@@ -120,8 +120,15 @@ export interface ReadSql {
   timeParameter(date: Date): unknown;
 }
 
-/** Everything dialect-specific, one implementation per folder (src/dialects/postgres, mysql, sqlite). */
-export interface Dialect {
+/**
+ * Everything dialect-specific, one implementation per folder (src/dialects/postgres, mysql, sqlite),
+ * typed by `Native`, the driver's own handle under the guard's Kysely instance (a pg `Pool`, a
+ * mysql2 callback pool, a better-sqlite3 `Database`): what the dialect opens from a URL, adopts
+ * from the user, and hands its lock store. The guard holds a plain `Dialect` (`Native` unknown):
+ * the members that take a `Native` are methods, and the handle it passes one always came from the
+ * same dialect object (`open`, `handles.nativeOf`).
+ */
+export interface Dialect<Native = unknown> {
   readonly name: DialectName;
   /** The identifier quote: `"` (PostgreSQL, SQLite) or a backtick (MySQL). */
   readonly quote: '"' | '`';
@@ -143,7 +150,7 @@ export interface Dialect {
   readonly createTableSuffix: string;
   readonly reads: ReadSql;
   /** The dialect's lock statements, built once per guard. */
-  createLockStore(db: Kysely<unknown>, tables: TableNames, settings: LockStoreSettings): LockStore;
+  createLockStore(db: Kysely<unknown>, tables: TableNames, settings: LockStoreSettings<Native>): LockStore;
   /** True for the driver's "no such table" error, so that the message can say to migrate. */
   isMissingTable(error: unknown): boolean;
   /**
@@ -153,21 +160,57 @@ export interface Dialect {
   isLockWaitTimeout(error: unknown): boolean;
   /** True for a migration error that only means another process migrated at the same moment. */
   isMigrationRace(error: unknown): boolean;
+  /** Recognising a `database` value (a URL, a driver handle, a Kysely instance) as this dialect's. */
+  readonly handles: DialectHandles<Native>;
   /**
    * Opens a pool the guard owns (and ends on close) from a URL; `native` is the driver's pool.
    * `close` ends what `db.destroy()` alone would not (a SQLite file the lock statements opened
    * without Kysely).
    */
-  open(url: string, settings: OpenSettings): { db: Kysely<unknown>; native: unknown; close?: () => Promise<void> };
+  open(url: string, settings: OpenSettings): { db: Kysely<unknown>; native: Native; close?: () => Promise<void> };
 }
 
-/** How a guard's lock statements are sent, and what they write. */
-export interface LockStoreSettings {
+/**
+ * How one dialect recognises what a user passes as `database`, and wraps it without taking it
+ * over (dialects/<name>/handle.ts). The code that picks a dialect asks each in turn.
+ */
+export interface DialectHandles<Native> {
+  /** Whether a `database` URL names this dialect, by its scheme. */
+  ownsUrl(url: string): boolean;
   /**
-   * The driver's own pool when the guard has it (a URL, or a pool passed in), for what Kysely does
-   * not offer (PostgreSQL's named prepared statements); undefined for a Kysely instance passed in.
+   * Whether this dialect's URLs name a server (user, password, host), which must parse as the
+   * driver will read them; a file URL (`sqlite:<path>`) does not.
    */
-  readonly native: unknown;
+  readonly serverUrl: boolean;
+  /**
+   * The driver handle under a value the user passed in when it is this dialect's kind (a promise
+   * pool gives the callback pool it wraps), else undefined. Recognised by shape: the app's driver
+   * may be another copy or version than any the guard could import.
+   */
+  nativeOf(value: object): Native | undefined;
+  /** A Kysely instance over the user's handle; the guard never ends it. */
+  adopt(native: Native): Kysely<unknown>;
+  /** Whether a Kysely instance the user passed in speaks this dialect (asked through Kysely's public API). */
+  ownsKysely(db: Kysely<unknown>): boolean;
+  /** A Kysely instance the user passed in, as the guard sends its statements through it. */
+  adoptKysely(db: Kysely<unknown>): Kysely<unknown>;
+  /**
+   * A few words naming a handle of this dialect's driver that the guard cannot use and what to
+   * pass instead (a pg `Client`: pass a `Pool`), for the `TypeError`; undefined for anything else.
+   */
+  describeWrongHandle(value: object): string | undefined;
+}
+
+
+
+/** How a guard's lock statements are sent, and what they write. */
+export interface LockStoreSettings<Native = unknown> {
+  /**
+   * The driver's own handle when the guard has it (a URL, or a pool passed in), for what Kysely
+   * does not offer (PostgreSQL's named prepared statements, better-sqlite3's synchronous
+   * transactions); undefined for a Kysely instance passed in, or with `preparedStatements: false`.
+   */
+  readonly native: Native | undefined;
   /** Whether a win starts and finishes a run row (the `history` option); without, only the lock row is written. */
   readonly history: boolean;
   /**

@@ -1,17 +1,30 @@
-import { MysqlAdapter, PostgresAdapter, SqliteAdapter, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { describeValue } from '../core/describe-value.js';
-import { describeWrongDatabase } from './handle-kinds.js';
 import type { Dialect, OpenSettings } from '../core/dialect.js';
-import { adoptMysqlKysely, adoptMysqlPool, isMysqlPool, type MysqlPoolLike } from './mysql/connection.js';
+import { introspectorName } from './common/kysely-dialect.js';
+import type { MysqlPoolLike } from './mysql/database-input.js';
 import { mysqlDialect } from './mysql/dialect.js';
-import { adoptPostgresPool, isPostgresPool, type PostgresPoolLike } from './postgres/connection.js';
+import type { PostgresPoolLike } from './postgres/database-input.js';
 import { postgresDialect } from './postgres/dialect.js';
-import { adoptSqliteDatabase, isSqliteDatabase, type SqliteDatabaseLike } from './sqlite/connection.js';
+import type { SqliteDatabaseLike } from './sqlite/database-input.js';
 import { sqliteDialect } from './sqlite/dialect.js';
 
-/** Structural type of a `Kysely` instance on PostgreSQL, MySQL or SQLite. */
+/**
+ * The dialects, asked in turn which one a `database` value is. Each is typed by its own driver
+ * handle; held here as plain `Dialect`s, each still pairs only its own handles with its own lock
+ * store (see `Dialect`).
+ */
+const DIALECTS: readonly Dialect[] = [postgresDialect, mysqlDialect, sqliteDialect];
+
+/**
+ * Structural type of a `Kysely` instance on PostgreSQL, MySQL or SQLite: the public members the
+ * guard uses (it runs its statements with `executeQuery` and `connection()`, and asks
+ * `introspection` which dialect the instance speaks).
+ */
 export interface KyselyLike {
-  getExecutor(): { readonly adapter: object };
+  executeQuery(...args: never[]): Promise<unknown>;
+  connection(): unknown;
+  readonly introspection: object;
   readonly isTransaction: boolean;
 }
 
@@ -48,9 +61,8 @@ export function dialectOf(input: DatabaseInput | undefined): Dialect {
   if (typeof input === 'string') return dialectOfUrl(input);
   if (typeof input === 'object' && input !== null) {
     if (isKysely(input)) return dialectOfKysely(input);
-    if (isPostgresPool(input)) return postgresDialect;
-    if (isMysqlPool(input)) return mysqlDialect;
-    if (isSqliteDatabase(input)) return sqliteDialect;
+    const dialect = DIALECTS.find((candidate) => candidate.handles.nativeOf(input) !== undefined);
+    if (dialect !== undefined) return dialect;
   }
   throw new TypeError(
     'Expected `database` to be a URL (postgres://, mysql://, mariadb://, sqlite:<path>), a Kysely instance, a pg Pool, ' +
@@ -68,22 +80,17 @@ export function openDatabase(input: DatabaseInput, dialect: Dialect, settings: O
     return { db, native, dialect, close: close ?? (() => db.destroy()) };
   }
   const yours = { dialect, close: () => Promise.resolve() };
-  if (isKysely(input)) {
-    const db = input as unknown as Kysely<unknown>;
-    // MySQL: the guard's strings go through the user's driver as bytes, never as quoted text.
-    return { ...yours, db: dialect.name === 'mysql' ? adoptMysqlKysely(db) : db, native: undefined };
-  }
-  if (isPostgresPool(input)) return { ...yours, db: adoptPostgresPool(input), native: input };
-  if (isMysqlPool(input)) return { ...yours, db: adoptMysqlPool(input), native: input };
-  return { ...yours, db: adoptSqliteDatabase(input), native: input };
+  // MySQL: the guard's strings go through the user's driver as bytes, never as quoted text.
+  if (isKysely(input)) return { ...yours, db: dialect.handles.adoptKysely(input as unknown as Kysely<unknown>), native: undefined };
+  const native = dialect.handles.nativeOf(input);
+  if (native === undefined) throw new TypeError(`Expected \`database\` to be a ${dialect.name} handle, got ${describeWrongDatabase(input)}`);
+  return { ...yours, db: dialect.handles.adopt(native), native };
 }
 
 /** The dialect a URL names, or a `TypeError`. */
 export function dialectOfUrl(url: string): Dialect {
-  if (/^postgres(ql)?:\/\//i.test(url)) return checkedServerUrl(url, postgresDialect);
-  // MariaDB speaks MySQL's protocol; mysql2 reads the URL's parts whatever its scheme.
-  if (/^(mysql|mariadb):\/\//i.test(url)) return checkedServerUrl(url, mysqlDialect);
-  if (/^sqlite:./i.test(url)) return sqliteDialect;
+  const dialect = DIALECTS.find((candidate) => candidate.handles.ownsUrl(url));
+  if (dialect !== undefined) return dialect.handles.serverUrl ? checkedServerUrl(url, dialect) : dialect;
   throw new TypeError(
     `Expected \`database\` to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, ` +
       `got ${describeValue(withoutPassword(url))}` +
@@ -130,21 +137,43 @@ function withoutPassword(url: string): string {
   return start >= 0 && at > start && url.slice(start + 2, at).includes(':') ? `${url.slice(0, start + 2)}***${url.slice(at)}` : url;
 }
 
+/** A Kysely instance, by the public members the guard uses (the app's kysely may be another copy). */
 function isKysely(value: object): value is KyselyLike {
-  return typeof (value as { getExecutor?: unknown }).getExecutor === 'function' && 'isTransaction' in value;
+  const kysely = value as Partial<Record<keyof KyselyLike, unknown>>;
+  return typeof kysely.executeQuery === 'function' && typeof kysely.connection === 'function' && 'introspection' in value && 'isTransaction' in value;
 }
 
-function dialectOfKysely(db: KyselyLike): Dialect {
-  if (db.isTransaction) {
+function dialectOfKysely(input: KyselyLike): Dialect {
+  if (input.isTransaction) {
     // The lock statements must commit on their own; inside the caller's transaction they would
     // read the transaction's start time and abort it on failure.
     throw new TypeError('Expected `database` to be a Kysely instance, got a Kysely transaction');
   }
-  const adapter = db.getExecutor().adapter;
-  // instanceof fails when the app has its own copy of kysely; the class name does not.
-  const className = adapter.constructor.name;
-  if (adapter instanceof PostgresAdapter || className === 'PostgresAdapter') return postgresDialect;
-  if (adapter instanceof MysqlAdapter || className === 'MysqlAdapter') return mysqlDialect;
-  if (adapter instanceof SqliteAdapter || className === 'SqliteAdapter') return sqliteDialect;
-  throw new TypeError(`Expected \`database\` to be a Kysely instance on PostgreSQL, MySQL or SQLite, got one using ${className}`);
+  const db = input as unknown as Kysely<unknown>;
+  const dialect = DIALECTS.find((candidate) => candidate.handles.ownsKysely(db));
+  if (dialect !== undefined) return dialect;
+  throw new TypeError(`Expected \`database\` to be a Kysely instance on PostgreSQL, MySQL or SQLite, got one using ${introspectorName(db)}`);
+}
+
+/**
+ * How a `database` value that is none of the accepted kinds is shown in the `TypeError`: a few
+ * words naming what it is and what to pass instead (each dialect knows its driver's other
+ * handles), never a dump of a driver object (which holds sockets, buffers and, for pg, the password).
+ */
+function describeWrongDatabase(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return describeValue(value);
+  for (const dialect of DIALECTS) {
+    const described = dialect.handles.describeWrongHandle(value);
+    if (described !== undefined) return described;
+  }
+  const className = classNameOf(value);
+  return className === undefined ? describeValue(value) : `an instance of ${className}`;
+}
+
+/** The class of an object made by a constructor other than Object, else undefined. */
+function classNameOf(value: object): string | undefined {
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype === null || prototype === Object.prototype) return undefined;
+  const name = (value.constructor as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' && name !== '' ? name : undefined;
 }

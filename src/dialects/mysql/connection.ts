@@ -6,28 +6,6 @@ import { AcquireStatements } from './acquire-cancel.js';
 import { boundParameterPool, ByteStringParameters, type Mysql2CallbackPool } from './bound-parameters.js';
 
 /**
- * Structural type of a mysql2 pool, callback (`mysql2.createPool`) or promise
- * (`mysql2/promise`), so that the public API does not depend on mysql2's types.
- */
-export interface MysqlPoolLike {
-  getConnection(...args: never[]): unknown;
-  end(...args: never[]): unknown;
-}
-
-/** A callback pool has `config`; a promise pool wraps one as `pool`. */
-export function isMysqlPool(value: object): value is MysqlPoolLike {
-  return isCallbackPool(value) || (hasGetConnection(value) && isCallbackPool((value as { pool?: unknown }).pool));
-}
-
-function hasGetConnection(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && typeof (value as { getConnection?: unknown }).getConnection === 'function';
-}
-
-function isCallbackPool(value: unknown): boolean {
-  return hasGetConnection(value) && typeof (value as { config?: unknown }).config === 'object' && !('totalCount' in (value as object));
-}
-
-/**
  * The Kysely instances whose pool binds every parameter (`boundParameterPool`): the guard's own and
  * adopted pools, with the acquire statements running on their connections.
  */
@@ -74,7 +52,7 @@ export function mysqlSessionSettings(acquireTimeoutMs: number): string[] {
 }
 
 /** A pool the guard owns, from a `mysql://` URL. */
-export function openMysql(url: string, { logger, acquireTimeoutMs }: OpenSettings): { db: Kysely<unknown>; native: unknown } {
+export function openMysql(url: string, { logger, acquireTimeoutMs }: OpenSettings): { db: Kysely<unknown>; native: mysql2.Pool } {
   const { createPool } = loadDriver('mysql2', 'a mysql:// database') as typeof mysql2;
   const pool = createPool({
     uri: url,
@@ -97,14 +75,9 @@ export function openMysql(url: string, { logger, acquireTimeoutMs }: OpenSetting
   return { db: boundKysely(pool as unknown as Mysql2CallbackPool), native: pool };
 }
 
-/**
- * Wraps the user's pool; the guard never ends it, and leaves its sessions' settings alone. A
- * promise pool is unwrapped to its callback pool.
- */
-export function adoptMysqlPool(pool: MysqlPoolLike): Kysely<unknown> {
-  const inner = (pool as { pool?: unknown }).pool;
-  const callbackPool = isCallbackPool(inner) ? inner : pool;
-  return boundKysely(callbackPool as unknown as Mysql2CallbackPool);
+/** Wraps the user's callback pool; the guard never ends it, and leaves its sessions' settings alone. */
+export function adoptMysqlPool(pool: mysql2.Pool): Kysely<unknown> {
+  return boundKysely(pool as unknown as Mysql2CallbackPool);
 }
 
 /**

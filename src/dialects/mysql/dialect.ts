@@ -1,11 +1,13 @@
+import type * as mysql2 from 'mysql2';
 import type { Dialect } from '../../core/dialect.js';
 import { openMysql } from './connection.js';
+import { mysqlHandles } from './handle.js';
 import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
 import { isMysqlLockWaitTimeout, isMysqlMissingTable } from './driver-errors.js';
 import { mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
-export const mysqlDialect: Dialect = {
+export const mysqlDialect: Dialect<mysql2.Pool> = {
   name: 'mysql',
   quote: '`',
   columnTypes: mysqlColumnTypes,
@@ -18,5 +20,6 @@ export const mysqlDialect: Dialect = {
   isLockWaitTimeout: isMysqlLockWaitTimeout,
   // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
   isMigrationRace: () => false,
+  handles: mysqlHandles,
   open: openMysql,
 };

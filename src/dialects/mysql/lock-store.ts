@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
+import { namedStatement, type NamedStatement } from '../common/named-parameters.js';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
@@ -12,6 +13,40 @@ const DUPLICATE_KEY = 1062;
 const DEADLOCK = 1213;
 /** Attempts of a statement that InnoDB chose as a deadlock victim. */
 const DEADLOCK_ATTEMPTS = 3;
+
+/** A job's lock row, and a slot as DATETIME(3) text in UTC (`mysqlTime`), or null. */
+interface SlotOfJob {
+  readonly name: string;
+  readonly slot: string | null;
+}
+
+/** A job's lock row as held by one execution. */
+interface TokenOfJob {
+  readonly name: string;
+  readonly token: string;
+}
+
+interface TakeValues extends SlotOfJob, TokenOfJob {
+  readonly lockAtMostForMicros: number;
+  readonly lockedBy: string;
+}
+
+interface StartValues extends SlotOfJob, TokenOfJob {
+  readonly lockAtMostForMs: number;
+}
+
+interface ReleaseValues extends TokenOfJob {
+  readonly lockAtLeastForMicros: number;
+  readonly status: RunOutcome['status'];
+  readonly error: string | null;
+}
+
+interface ExtendValues extends TokenOfJob {
+  readonly durationMicros: number;
+}
+
+/** A statement with `:name` parameters, sent with `?` marks (laid out once, when the store is built). */
+const statement = <Values extends object>(text: string): NamedStatement<Values> => namedStatement<Values>(text, 'positional');
 
 /**
  * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
@@ -28,15 +63,19 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { 
   // they outlive its timeout. Undefined through a Kysely instance passed in: its connections are
   // the user's driver's, out of the guard's sight; there only the server's lock wait bound holds.
   const acquires = acquireStatementsOf(db);
-  const acquireStatement = (sql: string): string => acquires?.register(sql) ?? sql;
+  const acquireStatement = <Values extends object>(text: string): NamedStatement<Values> => {
+    const named = statement<Values>(text);
+    acquires?.register(named.sql);
+    return named;
+  };
 
   // The probe: a plain (consistent, lock-free) read of the lock row before the acquire. Most
   // attempts lose (every replica but one, at every slot), and this answers them without the
   // UPDATE's row lock, and with the reason (held, or this slot or a later one already ran). It only
   // says no when the acquire would at that instant; a lock that looks free still goes through the
   // UPDATE or INSERT below, which alone decide. No row: the job's first acquire anywhere.
-  const probeSql = acquireStatement(`SELECT CASE WHEN last_slot >= ? THEN 'slot-done' WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
-  FROM ${locks} WHERE name = ?`);
+  const probeSql = acquireStatement<SlotOfJob>(`SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = :name`);
 
   // Acquire, when the probe found the row free: one UPDATE that takes the row only when it has expired. MySQL has no
   // RETURNING, and an `INSERT … ON DUPLICATE KEY UPDATE` cannot tell a loser from an insert when
@@ -48,18 +87,18 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { 
   // last_slot is the slot watermark: a scheduled call takes the row only when its slot is newer
   // than the last one that ran, so a late replica never runs a slot twice; an unscheduled call
   // (slot NULL) ignores it and leaves it as it is.
-  const takeSql = acquireStatement(`UPDATE ${locks}
-   SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
-       locked_at = UTC_TIMESTAMP(3), locked_by = ?, token = ?, last_slot = COALESCE(?, last_slot)
- WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3) AND (? IS NULL OR last_slot IS NULL OR last_slot < ?)`);
+  const takeSql = acquireStatement<TakeValues>(`UPDATE ${locks}
+   SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL :lockAtMostForMicros MICROSECOND,
+       locked_at = UTC_TIMESTAMP(3), locked_by = :lockedBy, token = :token, last_slot = COALESCE(:slot, last_slot)
+ WHERE name = :name AND lock_until <= UTC_TIMESTAMP(3) AND (:slot IS NULL OR last_slot IS NULL OR last_slot < :slot)`);
   // For a scheduled loser of the take after the probe found the row free: why it lost. Unscheduled losers skip it.
-  const lossSql = acquireStatement(`SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`);
+  const lossSql = acquireStatement<SlotOfJob>(`SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = :name`);
 
   // Acquire, when the probe found no row: a plain INSERT, so that a concurrent creator gets a duplicate-key
   // error (a loss) while any other error (a name too long, a missing table) still surfaces.
   // Not INSERT IGNORE: it would turn those errors into warnings.
-  const createSql = acquireStatement(`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
-VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?, ?)`);
+  const createSql = acquireStatement<TakeValues>(`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+VALUES (:name, UTC_TIMESTAMP(3) + INTERVAL :lockAtMostForMicros MICROSECOND, UTC_TIMESTAMP(3), :lockedBy, :token, :slot)`);
 
   // Start the run, copying its times from the lock row just taken (the database's clock), and in the
   // same statement mark `abandoned` the run it took over from, if that one is still `running`: the
@@ -68,12 +107,12 @@ VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?, ?)
   // process dying between the two leaves no run row of its own, and doctor reports any run left
   // `running` after its lock expired. Cut by shutdown (or refused once it cancels), it fails, and
   // `start` gives the lock it just took back (abandonSql, abortSql: never cut).
-  const startSql = acquireStatement(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-SELECT ?, name, ?, 'running', locked_by, locked_at, ?, lock_until FROM ${locks} WHERE name = ? AND token = ?
+  const startSql = acquireStatement<StartValues>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+SELECT :token, name, :slot, 'running', locked_by, locked_at, :lockAtMostForMs, lock_until FROM ${locks} WHERE name = :name AND token = :token
 UNION ALL
 SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
   FROM ${runs} r JOIN ${locks} l ON r.id = l.previous_token
- WHERE l.name = ? AND l.token = ? AND r.status = 'running'
+ WHERE l.name = :name AND l.token = :token AND r.status = 'running'
 ON DUPLICATE KEY UPDATE status = 'abandoned'`);
 
   // Release and finish the run in one multi-table UPDATE. The lock is matched by token only
@@ -84,12 +123,12 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`);
   // another one writes: MySQL does not order multi-table assignments. A run already finished is
   // left alone: a release retried after its first attempt committed unseen (a lost reply) must
   // not rewrite it as overran; it then matches nothing here and falls to the lock-only release.
-  const releaseSql = `UPDATE ${runs} r LEFT JOIN ${locks} l ON l.name = ? AND l.token = r.id
-   SET l.lock_until = GREATEST(UTC_TIMESTAMP(3), l.locked_at + INTERVAL ? MICROSECOND), l.token = NULL,
-       r.status = ?, r.error = ?, r.finished_at = UTC_TIMESTAMP(3),
+  const releaseSql = statement<ReleaseValues>(`UPDATE ${runs} r LEFT JOIN ${locks} l ON l.name = :name AND l.token = r.id
+   SET l.lock_until = GREATEST(UTC_TIMESTAMP(3), l.locked_at + INTERVAL :lockAtLeastForMicros MICROSECOND), l.token = NULL,
+       r.status = :status, r.error = :error, r.finished_at = UTC_TIMESTAMP(3),
        r.duration_ms = TIMESTAMPDIFF(MICROSECOND, r.started_at, UTC_TIMESTAMP(3)) DIV 1000,
        r.overran = (l.name IS NULL OR r.lock_until < UTC_TIMESTAMP(3))
- WHERE r.id = ? AND r.finished_at IS NULL`;
+ WHERE r.id = :token AND r.finished_at IS NULL`);
 
   // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
   // revive its lock over a successor; the run's lock_until follows (LEFT JOIN: a run row deleted by
@@ -99,13 +138,13 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`);
   // MySQL does not order multi-table assignments). With CLIENT_FOUND_ROWS the count is positive
   // when the lock was extended and 0 when it was lost. Without it, an extend that moves nothing
   // (the lock already lasts longer) also counts 0: `heldSql` then tells the two apart.
-  const extendSql = `UPDATE ${locks} l LEFT JOIN ${runs} r ON r.id = l.token
-   SET l.lock_until = GREATEST(l.lock_until, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND),
-       r.lock_until = GREATEST(r.lock_until, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)
- WHERE l.name = ? AND l.token = ? AND l.lock_until > UTC_TIMESTAMP(3)`;
-  const heldSql = `SELECT 1 AS held FROM ${locks} WHERE name = ? AND token = ? AND lock_until > UTC_TIMESTAMP(3)`;
-  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
-VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
+  const extendSql = statement<ExtendValues>(`UPDATE ${locks} l LEFT JOIN ${runs} r ON r.id = l.token
+   SET l.lock_until = GREATEST(l.lock_until, UTC_TIMESTAMP(3) + INTERVAL :durationMicros MICROSECOND),
+       r.lock_until = GREATEST(r.lock_until, UTC_TIMESTAMP(3) + INTERVAL :durationMicros MICROSECOND)
+ WHERE l.name = :name AND l.token = :token AND l.lock_until > UTC_TIMESTAMP(3)`);
+  const heldSql = statement<TokenOfJob>(`SELECT 1 AS held FROM ${locks} WHERE name = :name AND token = :token AND lock_until > UTC_TIMESTAMP(3)`);
+  const skipSql = statement<StartValues & { readonly lockedBy: string }>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, :lockAtMostForMs)`);
 
   // Every statement goes through here. Replicas creating lock rows and starting runs for many new
   // jobs at once take InnoDB gap and next-key locks in the same index ranges, and InnoDB breaks the
@@ -115,10 +154,10 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   // The parameters are bound (mysql2 `execute`) on the guard's own pool and on a pool passed in;
   // through a Kysely instance passed in, strings go as bytes (see asByteStrings): never as SQL text.
   const encode = bindsParameters(db) ? (parameters: unknown[]) => parameters : asByteStrings;
-  async function execute<Row>(sql: string, parameters: unknown[]): Promise<QueryResult<Row>> {
+  async function execute<Row, Values extends object>(named: NamedStatement<Values>, values: Values): Promise<QueryResult<Row>> {
     // Once shutdown cancels the acquires, none of their statements starts: it would not be cut.
-    if (acquires?.cancelling === true && acquires.isAcquire(sql)) throw new Error('The guard is shutting down: its acquires are cancelled');
-    const compiled = CompiledQuery.raw(sql, encode(parameters));
+    if (acquires?.cancelling === true && acquires.isAcquire(named.sql)) throw new Error('The guard is shutting down: its acquires are cancelled');
+    const compiled = CompiledQuery.raw(named.sql, encode(named.parameters(values)));
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await db.executeQuery<Row>(compiled);
@@ -131,12 +170,12 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   // Frees a lock whose run could not be started, so that a failed second statement does not hold
   // the job back for lockAtMostFor. The token goes back to the previous holder's, so that the next
   // taker still marks that run abandoned if it never released.
-  const abortSql = `UPDATE ${locks} SET lock_until = locked_at, token = previous_token WHERE name = ? AND token = ?`;
+  const abortSql = statement<TokenOfJob>(`UPDATE ${locks} SET lock_until = locked_at, token = previous_token WHERE name = :name AND token = :token`);
   // Releases the lock alone, for a run whose history row is gone (deleted by hand): the joined
   // release below is driven by that row and would leave the lock held until lockAtMostFor.
-  const releaseLockOnlySql = `UPDATE ${locks}
-   SET lock_until = GREATEST(UTC_TIMESTAMP(3), locked_at + INTERVAL ? MICROSECOND), token = NULL
- WHERE name = ? AND token = ?`;
+  const releaseLockOnlySql = statement<Omit<ReleaseValues, 'status' | 'error'>>(`UPDATE ${locks}
+   SET lock_until = GREATEST(UTC_TIMESTAMP(3), locked_at + INTERVAL :lockAtLeastForMicros MICROSECOND), token = NULL
+ WHERE name = :name AND token = :token`);
 
   // A start whose reply never came (the connection dropped after the INSERT committed) may have left
   // this execution's run row `running`, and the run it took over from unmarked: this marks both
@@ -144,17 +183,17 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
   // row this execution still holds. Sent before the lock is given back, and the lock is given back
   // only once it succeeded: otherwise the row keeps this token, and the next taker (after
   // lockAtMostFor) marks the run abandoned through previous_token, as for a crashed holder.
-  const abandonSql = `UPDATE ${runs} r JOIN ${locks} l ON l.name = ? AND l.token = ?
+  const abandonSql = statement<TokenOfJob>(`UPDATE ${runs} r JOIN ${locks} l ON l.name = :name AND l.token = :token
    SET r.status = 'abandoned'
- WHERE r.id IN (l.token, l.previous_token) AND r.status = 'running'`;
+ WHERE r.id IN (l.token, l.previous_token) AND r.status = 'running'`);
 
   async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
     if (!history) return 'acquired';
     try {
-      await execute(startSql, [token, slot, Math.round(job.lockAtMostForMs), job.name, token, job.name, token]);
+      await execute(startSql, { name: job.name, token, slot, lockAtMostForMs: Math.round(job.lockAtMostForMs) });
     } catch (error) {
-      await execute(abandonSql, [job.name, token])
-        .then(() => execute(abortSql, [job.name, token]))
+      await execute(abandonSql, { name: job.name, token })
+        .then(() => execute(abortSql, { name: job.name, token }))
         .catch(() => undefined);
       throw error;
     }
@@ -163,25 +202,24 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
 
   async function loss(job: ResolvedJob, slot: string | null): Promise<AcquireOutcome> {
     if (slot === null) return 'locked';
-    const result = await execute<{ outcome: AcquireOutcome }>(lossSql, [slot, job.name]);
+    const result = await execute<{ outcome: AcquireOutcome }, SlotOfJob>(lossSql, { name: job.name, slot });
     return result.rows[0]?.outcome ?? 'locked';
   }
 
   return {
     synchronous: false,
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
-      const micros = Math.round(job.lockAtMostForMs * 1_000);
       const slotText = slot === null ? null : mysqlTime(slot);
-      const take = async (): Promise<boolean> =>
-        (await execute(takeSql, [micros, lockedBy, token, slotText, job.name, slotText, slotText])).numAffectedRows === 1n;
+      const values: TakeValues = { name: job.name, lockAtMostForMicros: Math.round(job.lockAtMostForMs * 1_000), lockedBy, token, slot: slotText };
+      const take = async (): Promise<boolean> => (await execute(takeSql, values)).numAffectedRows === 1n;
       // A guard that released the lock itself takes first: the row most likely exists and is free.
       if (expectFree && (await take())) return start(job, token, slotText);
       // The probe, also after such a take lost: it says why, and finds a row deleted by hand.
-      const [probe] = (await execute<{ state: AcquireOutcome | 'free' }>(probeSql, [slotText, job.name])).rows;
+      const [probe] = (await execute<{ state: AcquireOutcome | 'free' }, SlotOfJob>(probeSql, values)).rows;
       if (probe !== undefined && probe.state !== 'free') return probe.state;
       if (probe === undefined) {
         try {
-          await execute(createSql, [job.name, micros, lockedBy, token, slotText]);
+          await execute(createSql, values);
         } catch (error) {
           if ((error as { errno?: unknown }).errno !== DUPLICATE_KEY) throw error;
           return loss(job, slotText);
@@ -191,25 +229,30 @@ VALUES (?, ?, ?, 'skipped', ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, ?)`;
       return (await take()) ? start(job, token, slotText) : loss(job, slotText);
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
-      const micros = Math.round(job.lockAtLeastForMs * 1_000);
+      const values: ReleaseValues = {
+        name: job.name,
+        lockAtLeastForMicros: Math.round(job.lockAtLeastForMs * 1_000),
+        token,
+        status: outcome.status,
+        error: outcome.error,
+      };
       if (history) {
-        const result = await execute(releaseSql, [job.name, micros, outcome.status, outcome.error, token]);
+        const result = await execute(releaseSql, values);
         if (result.numAffectedRows !== 0n) return result.numAffectedRows === 2n;
       }
       // No history, or no run row: release the lock by itself (clearing the token changes the
       // row, so 1 means released with or without CLIENT_FOUND_ROWS).
-      const released = await execute(releaseLockOnlySql, [micros, job.name, token]);
+      const released = await execute(releaseLockOnlySql, values);
       return released.numAffectedRows === 1n;
     },
     async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
-      const micros = Math.round(durationMs * 1_000);
-      const result = await execute(extendSql, [micros, micros, job.name, token]);
+      const result = await execute(extendSql, { name: job.name, token, durationMicros: Math.round(durationMs * 1_000) });
       if ((result.numAffectedRows ?? 0n) > 0n) return true;
-      return (await execute(heldSql, [job.name, token])).rows.length === 1;
+      return (await execute(heldSql, { name: job.name, token })).rows.length === 1;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
       const slotText = slot === null ? null : mysqlTime(slot);
-      await execute(skipSql, [token, job.name, slotText, lockedBy, Math.round(job.lockAtMostForMs)]);
+      await execute(skipSql, { name: job.name, token, slot: slotText, lockedBy, lockAtMostForMs: Math.round(job.lockAtMostForMs) });
     },
     // A cut statement fails with ER_QUERY_INTERRUPTED (1317) and rolls back (one autocommit
     // statement): `acquire` rejects, which the guard, shutting down, reports as a GUARD_CLOSED skip.

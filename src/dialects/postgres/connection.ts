@@ -3,21 +3,8 @@ import type pg from 'pg';
 import { loadDriver } from '../common/load-driver.js';
 import type { OpenSettings } from '../../core/dialect.js';
 
-/** Structural type of a node-postgres `Pool`, so that the public API does not need `@types/pg`. */
-export interface PostgresPoolLike {
-  connect(): Promise<unknown>;
-  query(text: string, values?: unknown[]): Promise<unknown>;
-  end(): Promise<void>;
-  readonly totalCount: number;
-  readonly idleCount: number;
-}
-
-export function isPostgresPool(value: object): value is PostgresPoolLike {
-  return 'totalCount' in value && 'idleCount' in value && typeof (value as { connect?: unknown }).connect === 'function';
-}
-
 /** A pool the guard owns, from a `postgres://` URL; `close` ends it whether or not Kysely ever used it. */
-export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: unknown; close: () => Promise<void> } {
+export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysely<unknown>; native: pg.Pool; close: () => Promise<void> } {
   const { Pool } = loadDriver('pg', 'a postgres:// database') as typeof pg;
   const pool = new Pool({
     connectionString: url,
@@ -52,9 +39,9 @@ export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysel
  * connection of its own: the pool's may all be taken by the very statements to cancel. A role may
  * cancel its own sessions' statements (pg_cancel_backend); the connection's user is the pool's.
  */
-export async function cancelPostgresBackends(pool: PostgresPoolLike, pids: number[]): Promise<void> {
+export async function cancelPostgresBackends(pool: pg.Pool, pids: number[]): Promise<void> {
   const { Client } = loadDriver('pg', 'a postgres:// database') as typeof pg;
-  const client = new Client((pool as { options?: pg.ClientConfig }).options);
+  const client = new Client(pool.options);
   // A server that drops this connection must not crash the process through an unheard 'error'.
   client.on('error', () => undefined);
   await client.connect();
@@ -63,9 +50,4 @@ export async function cancelPostgresBackends(pool: PostgresPoolLike, pids: numbe
   } finally {
     await client.end();
   }
-}
-
-/** Wraps the user's pool; the guard never ends it. */
-export function adoptPostgresPool(pool: PostgresPoolLike): Kysely<unknown> {
-  return new Kysely<unknown>({ dialect: new PostgresDialect({ pool: pool as unknown as pg.Pool }) });
 }

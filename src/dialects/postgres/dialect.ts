@@ -1,11 +1,13 @@
+import type pg from 'pg';
 import type { Dialect } from '../../core/dialect.js';
 import { openPostgres } from './connection.js';
+import { postgresHandles } from './handle.js';
 import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
 import { isPostgresLockWaitTimeout, isPostgresMissingTable } from './driver-errors.js';
 import { postgresColumnTypes, postgresCurrentSchema } from './schema.js';
 
-export const postgresDialect: Dialect = {
+export const postgresDialect: Dialect<pg.Pool> = {
   name: 'postgres',
   quote: '"',
   columnTypes: postgresColumnTypes,
@@ -18,5 +20,6 @@ export const postgresDialect: Dialect = {
   isLockWaitTimeout: isPostgresLockWaitTimeout,
   // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
   isMigrationRace: () => false,
+  handles: postgresHandles,
   open: openPostgres,
 };

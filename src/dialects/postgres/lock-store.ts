@@ -1,10 +1,41 @@
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import { isPostgresSerializationFailure as isSerializationFailure } from './driver-errors.js';
 import { statementRunner } from './statement-runner.js';
+import { namedStatement } from '../common/named-parameters.js';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
+
+/** The parameters of an acquire's statements (the probe, the take, the full acquire), by name. */
+interface AcquireValues {
+  readonly name: string;
+  readonly lockAtMostForMs: number;
+  readonly lockedBy: string;
+  /** The execution's token, and its run's id. */
+  readonly token: string;
+  readonly slot: Date | null;
+  /** acquireTimeout in whole ms, as text for set_config. */
+  readonly lockTimeout: string;
+}
+
+interface ReleaseValues {
+  readonly name: string;
+  readonly lockAtLeastForMs: number;
+  readonly token: string;
+  readonly status: RunOutcome['status'];
+  readonly error: string | null;
+}
+
+interface ExtendValues {
+  readonly name: string;
+  readonly durationMs: number;
+  readonly token: string;
+}
+
+/** A statement with `:name` parameters, sent as `$n` (numbered once, when the store is built). */
+const statement = <Values extends object>(text: string) => namedStatement<Values>(text, 'numbered');
 
 /**
  * The PostgreSQL lock statements, built once per guard. A loss costs one read (the probe); a win
@@ -17,13 +48,13 @@ import { MAX_TIMER_MS } from '../../core/timeout.js';
 export function createPostgresLockStore(
   db: Kysely<unknown>,
   tables: TableNames,
-  { native, history, acquireTimeoutMs }: LockStoreSettings,
+  { native, history, acquireTimeoutMs }: LockStoreSettings<pg.Pool>,
 ): LockStore {
   const { query, cancelAcquires } = statementRunner(db, native);
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
-  const lockUntil = `now() + $2::double precision * interval '1 millisecond'`;
-  // The server-side bound of a take: lock_timeout ($6, acquireTimeout in ms), set by the statement
+  const lockUntil = `now() + :lockAtMostForMs::double precision * interval '1 millisecond'`;
+  // The server-side bound of a take: lock_timeout (:lockTimeout, acquireTimeout in ms), set by the statement
   // itself for its own transaction only (set_config's `true`; in autocommit that is this
   // statement). An uncorrelated scalar subquery is evaluated once, before the scan (a one-time
   // filter), so it is in force before the UPDATE waits for a row lock or the INSERT for another's
@@ -32,7 +63,7 @@ export function createPostgresLockStore(
   // statement rather than on the connection: it costs no round trip, it holds on a pool or Kysely
   // passed in and behind PgBouncer (which refuses unknown startup parameters), and it leaves the
   // guard's other statements alone (the migrator's advisory lock may rightly wait longer).
-  const boundWait = `(SELECT set_config('lock_timeout', $6::text, true)) IS NOT NULL`;
+  const boundWait = `(SELECT set_config('lock_timeout', :lockTimeout::text, true)) IS NOT NULL`;
 
   // Acquire: a conditional UPDATE, then an INSERT … ON CONFLICT DO NOTHING that runs only when the
   // UPDATE took nothing. Not `INSERT … ON CONFLICT DO UPDATE … WHERE`: that form locks the
@@ -44,9 +75,9 @@ export function createPostgresLockStore(
   // start in autocommit: the database's clock, never a replica's.
   // previous_token keeps the token of a holder that never released (a released row has none), so
   // that its run, still `running`, is marked `abandoned` by the same statement that took over.
-  // last_slot is the slot watermark: a scheduled call ($5) takes the row only when its slot is
+  // last_slot is the slot watermark: a scheduled call (:slot) takes the row only when its slot is
   // newer than the last one that ran, so a replica whose timer or clock is late never runs a slot
-  // twice, even when the first run has already released the lock. An unscheduled call ($5 null)
+  // twice, even when the first run has already released the lock. An unscheduled call (:slot null)
   // ignores it and leaves it as it is.
   // The EXISTS on `abandoned` is a one-time filter, checked before its join starts: a loser, and a
   // winner that took a released lock, never reach the runs table whatever the join's plan. The
@@ -60,17 +91,17 @@ export function createPostgresLockStore(
      AND EXISTS (SELECT 1 FROM won WHERE previous_token IS NOT NULL)
 ), started AS (
   INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-  SELECT $4, $1, $5, 'running', $3, now(), $2, lock_until FROM won
+  SELECT :token, :name, :slot, 'running', :lockedBy, now(), :lockAtMostForMs, lock_until FROM won
 )`;
-  const acquireSql = `WITH taken AS (
+  const acquireSql = statement<AcquireValues>(`WITH taken AS (
   UPDATE ${locks}
-     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
-         last_slot = COALESCE($5, last_slot)
-   WHERE ${boundWait} AND name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
+     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token,
+         last_slot = COALESCE(:slot, last_slot)
+   WHERE ${boundWait} AND name = :name AND lock_until <= now() AND (:slot::timestamptz IS NULL OR last_slot IS NULL OR last_slot < :slot)
   RETURNING lock_until, previous_token
 ), inserted AS (
   INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
-  SELECT $1, ${lockUntil}, now(), $3, $4, $5
+  SELECT :name, ${lockUntil}, now(), :lockedBy, :token, :slot
    WHERE NOT EXISTS (SELECT 1 FROM taken)
   ON CONFLICT (name) DO NOTHING
   RETURNING lock_until, previous_token
@@ -79,8 +110,8 @@ export function createPostgresLockStore(
 )${history ? startRun : ''}
 SELECT 'acquired' AS outcome FROM won
 UNION ALL
-SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
-  FROM ${locks} WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM won)`;
+SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END
+  FROM ${locks} WHERE name = :name AND NOT EXISTS (SELECT 1 FROM won)`);
   // The last branch only reads, for a loser: why it lost. It sees the row as the statement began.
 
   // The probe: a plain read of the lock row before the acquire. Most attempts lose (every replica
@@ -88,17 +119,17 @@ SELECT CASE WHEN last_slot >= $5 THEN 'slot-done' ELSE 'locked' END
   // none of the acquire's five parts. It only ever says no when the acquire would say no at that
   // instant (held, or this slot or a later one already ran); a lock that looks free still goes
   // through the acquire above, which alone decides, atomically.
-  const probeSql = `SELECT CASE WHEN last_slot >= $2::timestamptz THEN 'slot-done' WHEN lock_until > now() THEN 'locked' ELSE 'free' END AS state
-  FROM ${locks} WHERE name = $1`;
+  const probeSql = statement<Pick<AcquireValues, 'name' | 'slot'>>(`SELECT CASE WHEN last_slot >= :slot::timestamptz THEN 'slot-done' WHEN lock_until > now() THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = :name`);
 
   // Acquire without history, for a guard that released the lock itself (the row exists): the
   // CTE's UPDATE alone. Without run rows to write, nothing needs the rest of the CTE, and a plain
   // conditional UPDATE takes the row with the same check. A loser is then asked why by the probe.
-  const takeSql = `UPDATE ${locks}
-   SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = $3, token = $4,
-       last_slot = COALESCE($5, last_slot)
- WHERE ${boundWait} AND name = $1 AND lock_until <= now() AND ($5::timestamptz IS NULL OR last_slot IS NULL OR last_slot < $5)
-RETURNING 1 AS taken`;
+  const takeSql = statement<AcquireValues>(`UPDATE ${locks}
+   SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token,
+       last_slot = COALESCE(:slot, last_slot)
+ WHERE ${boundWait} AND name = :name AND lock_until <= now() AND (:slot::timestamptz IS NULL OR last_slot IS NULL OR last_slot < :slot)
+RETURNING 1 AS taken`);
 
   // Release: matched by the execution's token, never by locked_by (two processes on one host
   // share a host name). Keeps the lock until locked_at + lockAtLeastFor; clearing the token makes
@@ -109,51 +140,55 @@ RETURNING 1 AS taken`;
   // (a lost reply) matches no lock row, and must not rewrite the run as overran.
   const finishRun = `, finished AS (
   UPDATE ${runs}
-     SET status = $4, finished_at = now(), error = $5,
+     SET status = :status, finished_at = now(), error = :error,
          duration_ms = round(extract(epoch FROM now() - started_at) * 1000),
          overran = lock_until < now() OR NOT EXISTS (SELECT 1 FROM released)
-   WHERE id = $3 AND finished_at IS NULL
+   WHERE id = :token AND finished_at IS NULL
 )`;
   // Without history the UPDATE stands alone (no CTE to count through): ShedLock's release, token-matched.
   const releaseLock = `UPDATE ${locks}
-     SET lock_until = GREATEST(now(), locked_at + $2::double precision * interval '1 millisecond'), token = NULL
-   WHERE name = $1 AND token = $3
+     SET lock_until = GREATEST(now(), locked_at + :lockAtLeastForMs::double precision * interval '1 millisecond'), token = NULL
+   WHERE name = :name AND token = :token
   RETURNING 1 AS released`;
-  const releaseSql = history ? `WITH released AS (\n  ${releaseLock}\n)${finishRun}\nSELECT count(*)::int AS released FROM released` : releaseLock;
+  const releaseSql = statement<ReleaseValues>(
+    history ? `WITH released AS (\n  ${releaseLock}\n)${finishRun}\nSELECT count(*)::int AS released FROM released` : releaseLock,
+  );
 
   // Extend: owner-checked by token and only while not expired, so that a holder whose lock has
   // lapsed can never revive it over a successor; GREATEST, so that an extend never shortens the
   // lock under a deadline the job already counts on. The run's lock_until follows, so that `overran`
   // compares with the extended expiry.
   const followRun = `, followed AS (
-  UPDATE ${runs} SET lock_until = extended.lock_until FROM extended WHERE ${runs}.id = $3
+  UPDATE ${runs} SET lock_until = extended.lock_until FROM extended WHERE ${runs}.id = :token
 )`;
-  const extendLock = `UPDATE ${locks} SET lock_until = GREATEST(lock_until, now() + $2::double precision * interval '1 millisecond')
-   WHERE name = $1 AND token = $3 AND lock_until > now()
+  const extendLock = `UPDATE ${locks} SET lock_until = GREATEST(lock_until, now() + :durationMs::double precision * interval '1 millisecond')
+   WHERE name = :name AND token = :token AND lock_until > now()
   RETURNING lock_until, 1 AS extended`;
-  const extendSql = history ? `WITH extended AS (\n  ${extendLock}\n)${followRun}\nSELECT count(*)::int AS extended FROM extended` : extendLock;
+  const extendSql = statement<ExtendValues>(
+    history ? `WITH extended AS (\n  ${extendLock}\n)${followRun}\nSELECT count(*)::int AS extended FROM extended` : extendLock,
+  );
 
   // A skipped execution, for those who asked (recordSkips). Not on the losing path by default:
   // a loser writes nothing.
-  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
-VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
+  const skipSql = statement<Omit<AcquireValues, 'lockTimeout'>>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (:token, :name, :slot, 'skipped', :lockedBy, now(), now(), 0, :lockAtMostForMs)`);
 
   // lock_timeout in whole ms, from 1 (0 would turn the bound off) to its maximum, 2^31 - 1.
   const lockTimeout = String(Math.min(Math.max(Math.ceil(acquireTimeoutMs), 1), MAX_TIMER_MS));
-  const acquireOutcome = async (parameters: unknown[]): Promise<AcquireOutcome> =>
-    (await query<{ outcome: AcquireOutcome }>(acquireSql, parameters, { cancellable: true }))[0]?.outcome ?? 'locked';
+  const acquireOutcome = async (values: AcquireValues): Promise<AcquireOutcome> =>
+    (await query<{ outcome: AcquireOutcome }>(acquireSql.sql, acquireSql.parameters(values), { cancellable: true }))[0]?.outcome ?? 'locked';
 
   const acquireOnce = async (job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> => {
-    const parameters = [job.name, job.lockAtMostForMs, lockedBy, token, slot, lockTimeout];
+    const values: AcquireValues = { name: job.name, lockAtMostForMs: job.lockAtMostForMs, lockedBy, token, slot, lockTimeout };
     if (expectFree) {
-      if (history) return acquireOutcome(parameters);
-      if ((await query(takeSql, parameters, { cancellable: true })).length === 1) return 'acquired';
+      if (history) return acquireOutcome(values);
+      if ((await query(takeSql.sql, takeSql.parameters(values), { cancellable: true })).length === 1) return 'acquired';
       // The take lost: the probe says why, and a row it finds free (taken and released
       // meanwhile, or deleted by hand) goes through the full acquire.
     }
-    const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql, [job.name, slot], { cancellable: true });
+    const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql.sql, probeSql.parameters(values), { cancellable: true });
     if (probe !== undefined && probe.state !== 'free') return probe.state;
-    return acquireOutcome(parameters);
+    return acquireOutcome(values);
   };
 
   return {
@@ -179,17 +214,18 @@ VALUES ($1, $2, $5, 'skipped', $3, now(), now(), 0, $4)`;
       }
     },
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
-      // Without history, $4 and $5 are not in the statement, and PostgreSQL cannot type a parameter it never sees.
-      const parameters = history ? [job.name, job.lockAtLeastForMs, token, outcome.status, outcome.error] : [job.name, job.lockAtLeastForMs, token];
-      const rows = await query<{ released: number }>(releaseSql, parameters);
+      // Without history, :status and :error are not in the statement, nor in its parameters
+      // (PostgreSQL cannot type a parameter it never sees).
+      const values: ReleaseValues = { name: job.name, lockAtLeastForMs: job.lockAtLeastForMs, token, status: outcome.status, error: outcome.error };
+      const rows = await query<{ released: number }>(releaseSql.sql, releaseSql.parameters(values));
       return rows[0]?.released === 1;
     },
     async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
-      const rows = await query<{ extended: number }>(extendSql, [job.name, durationMs, token]);
+      const rows = await query<{ extended: number }>(extendSql.sql, extendSql.parameters({ name: job.name, durationMs, token }));
       return rows[0]?.extended === 1;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
-      await query(skipSql, [token, job.name, lockedBy, job.lockAtMostForMs, slot]);
+      await query(skipSql.sql, skipSql.parameters({ name: job.name, lockAtMostForMs: job.lockAtMostForMs, lockedBy, token, slot }));
     },
     ...(cancelAcquires === undefined ? {} : { cancelAcquires }),
   };

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CompiledQuery, type Kysely } from 'kysely';
-import { cancelPostgresBackends, isPostgresPool, type PostgresPoolLike } from './connection.js';
+import type pg from 'pg';
+import { cancelPostgresBackends } from './connection.js';
 
 /** How a lock statement runs. */
 export interface StatementRunner {
@@ -25,15 +26,15 @@ interface PoolClient {
  * executes it (the acquire is a five-part statement whose planning would otherwise dominate a
  * losing attempt). Through Kysely otherwise (a Kysely instance passed in), which cannot cancel.
  */
-export function statementRunner(db: Kysely<unknown>, native: unknown): StatementRunner {
-  if (typeof native === 'object' && native !== null && isPostgresPool(native)) return poolRunner(native);
+export function statementRunner(db: Kysely<unknown>, pool: pg.Pool | undefined): StatementRunner {
+  if (pool !== undefined) return poolRunner(pool);
   return {
     query: async <Row>(text: string, values: unknown[]) => (await db.executeQuery<Row>(CompiledQuery.raw(text, values))).rows as Row[],
     cancelAcquires: undefined,
   };
 }
 
-function poolRunner(pool: PostgresPoolLike): StatementRunner {
+function poolRunner(pool: pg.Pool): StatementRunner {
   const names = new Map<string, string>();
   const statement = (text: string, values: unknown[]): { name: string; text: string; values: unknown[] } => {
     let name = names.get(text);
@@ -46,15 +47,14 @@ function poolRunner(pool: PostgresPoolLike): StatementRunner {
   // The server processes running an acquire's statement now, by their pid: what cancelAcquires cuts.
   const running = new Set<number>();
   let cancelling = false;
-  const plain = pool as unknown as { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }> };
   return {
     async query<Row>(text: string, values: unknown[], options?: { cancellable: boolean }): Promise<Row[]> {
-      if (options?.cancellable !== true) return (await plain.query(statement(text, values))).rows as Row[];
+      if (options?.cancellable !== true) return (await pool.query(statement(text, values))).rows as Row[];
       // Once the acquires are being cancelled (shutdown), none starts: it would not be cut.
       if (cancelling) throw new Error('The guard is shutting down: its acquires are cancelled');
       // pool.query's own steps (check out, query, release), with the client in hand for its pid:
       // no extra round trip.
-      const client = (await pool.connect()) as PoolClient;
+      const client = (await pool.connect()) as unknown as PoolClient;
       const pid = typeof client.processID === 'number' ? client.processID : undefined;
       if (pid !== undefined) running.add(pid);
       let failure: Error | undefined;

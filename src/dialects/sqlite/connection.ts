@@ -5,18 +5,6 @@ import type { OpenSettings } from '../../core/dialect.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
 import type { LazySqliteDatabase } from './statement-runner.js';
 
-/** Structural type of a better-sqlite3 `Database`, so that the public API does not need its types. */
-export interface SqliteDatabaseLike {
-  prepare(source: string): unknown;
-  close(): unknown;
-  readonly open: boolean;
-  readonly memory: boolean;
-}
-
-export function isSqliteDatabase(value: object): value is SqliteDatabaseLike {
-  return typeof (value as { prepare?: unknown }).prepare === 'function' && 'memory' in value && 'open' in value;
-}
-
 /** The file path in `sqlite:<path>`, `sqlite://<path>` or `sqlite::memory:`. */
 export function sqlitePath(url: string): string {
   const rest = url.slice('sqlite:'.length);
@@ -30,7 +18,7 @@ export function sqlitePath(url: string): string {
 export function openSqlite(
   url: string,
   { acquireTimeoutMs }: OpenSettings,
-): { db: Kysely<unknown>; native: unknown; close: () => Promise<void> } {
+): { db: Kysely<unknown>; native: LazySqliteDatabase; close: () => Promise<void> } {
   // Loaded now, so that a missing driver fails createGuard, not the first run.
   const BetterSqlite3 = loadDriver('better-sqlite3', 'a sqlite: database') as typeof Database;
   const path = sqlitePath(url);
@@ -68,9 +56,4 @@ export function openSqlite(
     if (database?.open === true) database.close();
   };
   return { db, native: lazy, close };
-}
-
-/** Wraps the user's database; the guard never closes it. */
-export function adoptSqliteDatabase(database: SqliteDatabaseLike): Kysely<unknown> {
-  return new Kysely<unknown>({ dialect: new SqliteDialect({ database: database as unknown as SqliteDatabase }) });
 }

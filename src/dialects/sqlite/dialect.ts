@@ -1,11 +1,13 @@
 import type { Dialect } from '../../core/dialect.js';
 import { openSqlite } from './connection.js';
+import { sqliteHandles } from './handle.js';
+import type { LazySqliteDatabase } from './statement-runner.js';
 import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
 import { isSqliteMigrationRace, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
 import { sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 
-export const sqliteDialect: Dialect = {
+export const sqliteDialect: Dialect<LazySqliteDatabase> = {
   name: 'sqlite',
   quote: '"',
   columnTypes: sqliteColumnTypes,
@@ -16,5 +18,6 @@ export const sqliteDialect: Dialect = {
   isMissingTable: isSqliteMissingTable,
   isLockWaitTimeout: isSqliteLockWaitTimeout,
   isMigrationRace: isSqliteMigrationRace,
+  handles: sqliteHandles,
   open: openSqlite,
 };

@@ -1,9 +1,8 @@
 import { CompiledQuery, type Kysely } from 'kysely';
+import { namedStatement, type NamedStatement } from '../common/named-parameters.js';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
-import type Database from 'better-sqlite3';
-import { isSqliteDatabase } from './connection.js';
 import { kyselyRunner, nativeRunner, type LazySqliteDatabase, type SqliteRunner, type TransactionBody } from './statement-runner.js';
 
 /** UTC with milliseconds and a fixed width, so that text order is time order. */
@@ -14,6 +13,34 @@ function plusSeconds(ms: number): string {
   return `+${ms / 1_000} seconds`;
 }
 
+/** A statement with `:name` parameters, sent with `?` marks (laid out once, when the store is built). */
+function statement<Values extends object>(text: string): NamedStatement<Values> {
+  return namedStatement<Values>(text, 'positional');
+}
+
+/** One call of a statement, with its values in the statement's order. */
+function call<Values extends object>(named: NamedStatement<Values>, values: Values): CompiledQuery {
+  return CompiledQuery.raw(named.sql, named.parameters(values));
+}
+
+/** A job's lock row, and a slot as ISO text in UTC, or null. */
+interface SlotOfJob {
+  readonly name: string;
+  readonly slot: string | null;
+}
+
+/** A job's lock row as held by one execution; the token is also its run's id. */
+interface TokenOfJob {
+  readonly name: string;
+  readonly token: string;
+}
+
+/** The run a winner starts, or a skipped one. */
+interface RunValues extends SlotOfJob, TokenOfJob {
+  readonly lockedBy: string;
+  readonly lockAtMostForMs: number;
+}
+
 
 /**
  * The SQLite lock statements, built once per guard. An acquire and a release are each one short
@@ -22,7 +49,7 @@ function plusSeconds(ms: number): string {
  * waiting, when another process wrote in between. Without history, the run-row statements are
  * left out of each transaction.
  */
-export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, { native, history }: LockStoreSettings): LockStore {
+export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, { native, history }: LockStoreSettings<LazySqliteDatabase>): LockStore {
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
 
@@ -33,48 +60,48 @@ export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, {
   // never released (a released row has none). last_slot is the slot watermark: a scheduled call
   // takes the row only when its slot is newer than the last one that ran, so a late replica never
   // runs a slot twice; an unscheduled call (slot null) ignores it and leaves it as it is.
-  const acquireSql = `INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
-VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?), ${NOW}, ?, ?, ?)
+  const acquireSql = statement<SlotOfJob & TokenOfJob & { lockedBy: string; lockAtMostFor: string }>(`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+VALUES (:name, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lockAtMostFor), ${NOW}, :lockedBy, :token, :slot)
 ON CONFLICT (name) DO UPDATE
    SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
        locked_by = excluded.locked_by, token = excluded.token, last_slot = coalesce(excluded.last_slot, last_slot)
  WHERE lock_until <= excluded.locked_at
    AND (excluded.last_slot IS NULL OR last_slot IS NULL OR last_slot < excluded.last_slot)
-RETURNING lock_until, locked_at, previous_token`;
+RETURNING lock_until, locked_at, previous_token`);
   // The probe: a plain read of the lock row before the acquire's write transaction. Most attempts
   // lose, and this answers them without taking SQLite's one write lock, which every process on the
   // file would otherwise queue for. It only says no when the acquire would at that instant; a lock
   // that looks free still goes through the upsert, which alone decides.
-  const probeSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' WHEN lock_until > ${NOW} THEN 'locked' ELSE 'free' END AS state
-  FROM ${locks} WHERE name = ?`;
+  const probeSql = statement<SlotOfJob>(`SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' WHEN lock_until > ${NOW} THEN 'locked' ELSE 'free' END AS state
+  FROM ${locks} WHERE name = :name`);
   // For a loser: why it lost (read in the same transaction, so it is the row the upsert saw).
-  const lossSql = `SELECT CASE WHEN last_slot >= ? THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = ?`;
+  const lossSql = statement<SlotOfJob>(`SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = :name`);
   // The run the winner took over from never released: its process died or overran.
-  const abandonSql = `UPDATE ${runs} SET status = 'abandoned' WHERE id = ? AND status = 'running'`;
-  const startSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-VALUES (?, ?, ?, 'running', ?, ?, ?, ?)`;
+  const abandonSql = statement<{ previousToken: string }>(`UPDATE ${runs} SET status = 'abandoned' WHERE id = :previousToken AND status = 'running'`);
+  const startSql = statement<RunValues & { startedAt: string; lockUntil: string }>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+VALUES (:token, :name, :slot, 'running', :lockedBy, :startedAt, :lockAtMostForMs, :lockUntil)`);
 
   // Release: matched by token only; keeps the lock until locked_at + lockAtLeastFor; clearing the
   // token makes a second release match nothing and tells the next taker nobody was left running.
-  const releaseSql = `UPDATE ${locks}
-   SET lock_until = max(${NOW}, strftime('%Y-%m-%dT%H:%M:%fZ', locked_at, ?)), token = NULL
- WHERE name = ? AND token = ?`;
+  const releaseSql = statement<TokenOfJob & { lockAtLeastFor: string }>(`UPDATE ${locks}
+   SET lock_until = max(${NOW}, strftime('%Y-%m-%dT%H:%M:%fZ', locked_at, :lockAtLeastFor)), token = NULL
+ WHERE name = :name AND token = :token`);
   // overran: the lock had expired by now, or another execution had taken it (released = 0). A run
   // already finished is left alone (a second release of the same execution matches no lock row).
-  const finishSql = `UPDATE ${runs}
-   SET status = ?, finished_at = ${NOW}, error = ?,
+  const finishSql = statement<{ token: string; status: RunOutcome['status']; error: string | null; released: number }>(`UPDATE ${runs}
+   SET status = :status, finished_at = ${NOW}, error = :error,
        duration_ms = CAST(round((julianday('now') - julianday(started_at)) * 86400000) AS INTEGER),
-       overran = (lock_until < ${NOW} OR ? = 0)
- WHERE id = ? AND finished_at IS NULL`;
+       overran = (lock_until < ${NOW} OR :released = 0)
+ WHERE id = :token AND finished_at IS NULL`);
   // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
   // revive its lock over a successor; the run's lock_until follows.
   // max(): an extend never shortens the lock under a deadline the job already counts on.
-  const extendSql = `UPDATE ${locks} SET lock_until = max(lock_until, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?))
- WHERE name = ? AND token = ? AND lock_until > ${NOW}
-RETURNING lock_until`;
-  const followSql = `UPDATE ${runs} SET lock_until = ? WHERE id = ?`;
-  const skipSql = `INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
-VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
+  const extendSql = statement<TokenOfJob & { extendBy: string }>(`UPDATE ${locks} SET lock_until = max(lock_until, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :extendBy))
+ WHERE name = :name AND token = :token AND lock_until > ${NOW}
+RETURNING lock_until`);
+  const followSql = statement<{ token: string; lockUntil: string }>(`UPDATE ${runs} SET lock_until = :lockUntil WHERE id = :token`);
+  const skipSql = statement<RunValues>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMostForMs)`);
 
   const runner = runnerFor(db, native);
   const transaction = <T>(body: () => TransactionBody<T>): Promise<T> => runner.transaction(body);
@@ -84,44 +111,51 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
       if (!expectFree) {
-        const probe = (await runner.execute(CompiledQuery.raw(probeSql, [slotText, job.name]))).rows[0] as { state: AcquireOutcome | 'free' } | undefined;
+        const probe = (await runner.execute(call(probeSql, { name: job.name, slot: slotText }))).rows[0] as { state: AcquireOutcome | 'free' } | undefined;
         if (probe !== undefined && probe.state !== 'free') return probe.state;
       }
       return transaction(function* (): TransactionBody<AcquireOutcome> {
-        const taken = yield CompiledQuery.raw(acquireSql, [job.name, plusSeconds(job.lockAtMostForMs), lockedBy, token, slotText]);
+        const taken = yield call(acquireSql, { name: job.name, lockAtMostFor: plusSeconds(job.lockAtMostForMs), lockedBy, token, slot: slotText });
         const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
         if (row === undefined) {
           if (slotText === null) return 'locked';
-          const loss = yield CompiledQuery.raw(lossSql, [slotText, job.name]);
+          const loss = yield call(lossSql, { name: job.name, slot: slotText });
           return (loss.rows[0] as { outcome: AcquireOutcome } | undefined)?.outcome ?? 'locked';
         }
         if (!history) return 'acquired';
-        if (row.previous_token !== null) yield CompiledQuery.raw(abandonSql, [row.previous_token]);
+        if (row.previous_token !== null) yield call(abandonSql, { previousToken: row.previous_token });
         // The run starts when the lock was taken, by the same clock reading.
-        yield CompiledQuery.raw(startSql, [token, job.name, slotText, lockedBy, row.locked_at, job.lockAtMostForMs, row.lock_until]);
+        yield call(startSql, {
+          name: job.name,
+          token,
+          slot: slotText,
+          lockedBy,
+          startedAt: row.locked_at,
+          lockAtMostForMs: job.lockAtMostForMs,
+          lockUntil: row.lock_until,
+        });
         return 'acquired';
       });
     },
     release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       return transaction(function* (): TransactionBody<boolean> {
-        const released = yield CompiledQuery.raw(releaseSql, [plusSeconds(job.lockAtLeastForMs), job.name, token]);
-        if (history) yield CompiledQuery.raw(finishSql, [outcome.status, outcome.error, released.changes, token]);
+        const released = yield call(releaseSql, { name: job.name, token, lockAtLeastFor: plusSeconds(job.lockAtLeastForMs) });
+        if (history) yield call(finishSql, { token, status: outcome.status, error: outcome.error, released: released.changes });
         return released.changes === 1;
       });
     },
     extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
       return transaction(function* (): TransactionBody<boolean> {
-        const extended = yield CompiledQuery.raw(extendSql, [plusSeconds(durationMs), job.name, token]);
+        const extended = yield call(extendSql, { name: job.name, token, extendBy: plusSeconds(durationMs) });
         const row = extended.rows[0] as { lock_until: string } | undefined;
         if (row === undefined) return false;
-        if (history) yield CompiledQuery.raw(followSql, [row.lock_until, token]);
+        if (history) yield call(followSql, { token, lockUntil: row.lock_until });
         return true;
       });
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
-      await runner.execute(
-        CompiledQuery.raw(skipSql, [token, job.name, slot === null ? null : slot.toISOString(), lockedBy, job.lockAtMostForMs]),
-      );
+      const slotText = slot === null ? null : slot.toISOString();
+      await runner.execute(call(skipSql, { name: job.name, token, slot: slotText, lockedBy, lockAtMostForMs: job.lockAtMostForMs }));
     },
   };
 }
@@ -130,10 +164,6 @@ VALUES (?, ?, ?, 'skipped', ?, ${NOW}, ${NOW}, 0, ?)`;
  * better-sqlite3 directly when the guard has the database (a URL, or a `Database` passed in), with
  * statements prepared once; Kysely's connection for a Kysely instance passed in.
  */
-function runnerFor(db: Kysely<unknown>, native: unknown): SqliteRunner {
-  if (typeof native === 'object' && native !== null) {
-    if ('get' in native && typeof native.get === 'function') return nativeRunner(() => (native as LazySqliteDatabase).get());
-    if (isSqliteDatabase(native)) return nativeRunner(() => native as unknown as Database.Database);
-  }
-  return kyselyRunner(db);
+function runnerFor(db: Kysely<unknown>, native: LazySqliteDatabase | undefined): SqliteRunner {
+  return native === undefined ? kyselyRunner(db) : nativeRunner(() => native.get());
 }

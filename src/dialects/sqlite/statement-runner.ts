@@ -29,7 +29,10 @@ export interface SqliteRunner {
   execute: RunStatement;
 }
 
-/** A database the guard opened from a URL, opened at the first statement. */
+/**
+ * The SQLite dialect's native handle: the better-sqlite3 `Database`, behind a getter so that one
+ * the guard opens from a URL is opened at the first statement (a `Database` passed in is there).
+ */
 export interface LazySqliteDatabase {
   get(): Database.Database;
 }
