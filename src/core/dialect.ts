@@ -201,8 +201,6 @@ export interface DialectHandles<Native> {
   describeWrongHandle(value: object): string | undefined;
 }
 
-
-
 /** How a guard's lock statements are sent, and what they write. */
 export interface LockStoreSettings<Native = unknown> {
   /**

@@ -41,7 +41,6 @@ interface RunValues extends SlotOfJob, TokenOfJob {
   readonly lockAtMostForMs: number;
 }
 
-
 /**
  * The SQLite lock statements, built once per guard. An acquire and a release are each one short
  * transaction on the guard's single connection. BEGIN IMMEDIATE takes the write lock first:
