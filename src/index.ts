@@ -23,4 +23,5 @@ export type { HistoryQuery, HistoryPage } from './admin/history.js';
 export type { RunRecord, RunStatus } from './admin/run-record.js';
 export type { LockRecord } from './admin/locks.js';
 export type { JobDiagnosis } from './admin/doctor.js';
+export type { DashboardOptions, DashboardHandler } from './integrations/dashboard/dashboard-options.js';
 export type { GuardEventMap, GuardEventName } from './core/events.js';

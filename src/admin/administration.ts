@@ -2,11 +2,13 @@ import type { Kysely } from 'kysely';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
+import { createDashboardReader, type RecentRuns } from './dashboard-reads.js';
 import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
 import { createLockReader, type LockRecord } from './locks.js';
 import { runMigrations } from './migrate.js';
 import { createPruner } from './prune.js';
+import type { RunRecord } from './run-record.js';
 
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -33,6 +35,7 @@ export class Administration {
   readonly #readHistory: ReturnType<typeof createHistoryReader>;
   readonly #lockReader: ReturnType<typeof createLockReader>;
   readonly #prune: ReturnType<typeof createPruner>;
+  readonly #dashboardReader: ReturnType<typeof createDashboardReader>;
   /** performance.now() of the last retention prune; the first comes after the first run. */
   #prunedAt = Number.NEGATIVE_INFINITY;
 
@@ -41,6 +44,7 @@ export class Administration {
     this.#readHistory = createHistoryReader(parts.db, parts.dialect, parts.tables);
     this.#lockReader = createLockReader(parts.db, parts.dialect, parts.tables);
     this.#prune = createPruner(parts.db, parts.dialect, parts.tables);
+    this.#dashboardReader = createDashboardReader(parts.db, parts.dialect, parts.tables);
   }
 
   history(query: HistoryQuery | undefined): Promise<HistoryPage> {
@@ -49,6 +53,16 @@ export class Administration {
 
   locks(): Promise<LockRecord[]> {
     return this.#reading(() => this.#lockReader.list(), 'locks');
+  }
+
+  /** Every job's newest runs, in one query (the dashboard's overview). */
+  recentRuns(perJob: number): Promise<RecentRuns> {
+    return this.#reading(() => this.#dashboardReader.recentRuns(perJob), 'dashboard');
+  }
+
+  /** One run by its id (the dashboard's run page). */
+  run(id: string): Promise<RunRecord | undefined> {
+    return this.#reading(() => this.#dashboardReader.run(id), 'dashboard');
   }
 
   /** `job` is a validated job name. */

@@ -6,6 +6,7 @@ import { printable } from './format.js';
 import { messageOf } from '../core/errors.js';
 import { packageVersion } from './package-version.js';
 import { sqlitePath } from '../dialects/sqlite/connection.js';
+import { dashboardCommand } from './dashboard-command.js';
 import {
   doctorCommand,
   historyCommand,
@@ -29,6 +30,8 @@ Commands:
   doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
   prune --older-than <30d>    Delete old runs, keeping each job's newest
   unlock <job> --force        Free a lock left by a process that is gone; exit 1 if it was not locked
+  dashboard                   Serve the web dashboard until Ctrl-C; prints its URL
+      --port <4500>  --host <127.0.0.1>  --read-only (no unlock; use it when --host is not loopback)
   help                        Show this help
 
 Options:
@@ -50,6 +53,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   doctor: [],
   prune: ['older-than'],
   unlock: ['force'],
+  dashboard: ['port', 'host', 'read-only'],
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -71,6 +75,9 @@ export async function main(argv: string[]): Promise<number> {
         before: { type: 'string' },
         'older-than': { type: 'string' },
         force: { type: 'boolean' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'read-only': { type: 'boolean' },
       },
     });
   } catch (error) {
@@ -130,7 +137,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     // Errors are logged by the CLI itself, once, as one line.
     guard = createGuard({ database, tablePrefix: values['table-prefix'] ?? 'cronguard_', logger: { warn: () => {}, error: () => {} } });
-    const output = await run(guard, command, job, options);
+    const output =
+      command === 'dashboard'
+        ? await dashboardCommand(guard, { port: values.port, host: values.host, readOnly: values['read-only'] })
+        : await run(guard, command, job, options);
     process.stdout.write(values.json === true ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
     return output.exitCode;
   } catch (error) {

@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
@@ -6,7 +6,8 @@ import { Administration } from '../admin/administration.js';
 import type { JobDiagnosis } from '../admin/doctor.js';
 import { pointInTime, type HistoryPage, type HistoryQuery } from '../admin/history.js';
 import type { LockRecord } from '../admin/locks.js';
-import { ConnectionWarmUp } from '../integrations/node-cron/connection-warm-up.js';
+import { ConnectionWarmUp, SELECT_ONE } from '../integrations/node-cron/connection-warm-up.js';
+import { createDashboard, type DashboardHandler, type DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/schedule.js';
 import type { DialectName } from '../core/dialect.js';
@@ -23,9 +24,6 @@ import { resolveJob, validateJobName, validateSlot, type JobOptions, type Resolv
 import type { RunResult } from '../core/run-result.js';
 import { RUNNER, type ResolvedJobRunner, type RunnerHost } from '../core/runner.js';
 import { UnslottedWarning } from '../core/unslotted-warning.js';
-
-/** What a connection warm-up sends on each connection. */
-const SELECT_ONE = CompiledQuery.raw('SELECT 1');
 
 /** A guard: runs jobs under their lock rows in one database. */
 export class Guard implements RunnerHost {
@@ -206,6 +204,9 @@ export class Guard implements RunnerHost {
   locks(): Promise<LockRecord[]> {
     return this.#admin.locks();
   }
+
+  /** The web dashboard, a Node `(req, res)` handler: read-only unless `readOnly: false` and `authorize` (docs/dashboard.md). */
+  readonly dashboard = (options?: DashboardOptions): DashboardHandler => createDashboard(this.#admin, options);
 
   /**
    * Frees a job's lock by hand, for a lock left by a process that is gone. If that process is in

@@ -1,0 +1,66 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describeValue } from '../../core/describe-value.js';
+
+/** Options of `guard.dashboard()`. */
+export interface DashboardOptions {
+  /**
+   * Serve pages only: no control is shown, every POST is refused. Controls need `readOnly: false`
+   * and an `authorize` that returns true for the request.
+   * @default true
+   */
+  readOnly?: boolean;
+  /**
+   * Decides, per request, whether it may use the controls (and see them). Required with
+   * `readOnly: false`. A throw or a rejection counts as false.
+   * @default none: read-only
+   */
+  authorize?: (req: IncomingMessage) => boolean | Promise<boolean>;
+  /**
+   * The path the handler is mounted under, like '/cronguard': its links start with it, and under
+   * node:http it strips it from the request's URL. Under Express's `app.use(path, handler)` the
+   * mount path (`req.baseUrl`) is used when this is not set.
+   * @default '' (the root)
+   */
+  basePath?: string;
+}
+
+/**
+ * The dashboard: a plain Node request handler. Mounted connect-style (Express), it calls `next()`
+ * for a path that is not its own; alone, it answers 404.
+ */
+export type DashboardHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => void;
+
+export interface ResolvedDashboardOptions {
+  readonly readOnly: boolean;
+  readonly authorize: ((req: IncomingMessage) => boolean | Promise<boolean>) | undefined;
+  readonly basePath: string | undefined;
+}
+
+/** Validates the options now, with a `TypeError` naming the option and the value. */
+export function resolveDashboardOptions(options: unknown): ResolvedDashboardOptions {
+  if (options === undefined) return { readOnly: true, authorize: undefined, basePath: undefined };
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`Expected the dashboard's options to be an object, got ${describeValue(options)}`);
+  }
+  const { readOnly, authorize, basePath } = options as Record<string, unknown>;
+  if (readOnly !== undefined && typeof readOnly !== 'boolean') {
+    throw new TypeError(`Expected \`readOnly\` of the dashboard to be a boolean, got ${describeValue(readOnly)}`);
+  }
+  if (authorize !== undefined && typeof authorize !== 'function') {
+    throw new TypeError(`Expected \`authorize\` of the dashboard to be a function (req) => boolean, got ${describeValue(authorize)}`);
+  }
+  if (readOnly === false && authorize === undefined) {
+    throw new TypeError(
+      'Expected `authorize` of the dashboard to be a function (req) => boolean with `readOnly: false`, got undefined: ' +
+        'controls need a check of who is asking',
+    );
+  }
+  if (basePath !== undefined && (typeof basePath !== 'string' || !/^(\/[^/?#\s]+)*\/?$/.test(basePath))) {
+    throw new TypeError(`Expected \`basePath\` of the dashboard to be a path like '/cronguard', got ${describeValue(basePath)}`);
+  }
+  return {
+    readOnly: readOnly !== false,
+    authorize: authorize as ResolvedDashboardOptions['authorize'],
+    basePath: basePath === undefined ? undefined : basePath.replace(/\/$/, ''),
+  };
+}

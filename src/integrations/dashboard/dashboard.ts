@@ -1,0 +1,210 @@
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RecentRuns } from '../../admin/dashboard-reads.js';
+import type { HistoryPage, HistoryQuery } from '../../admin/history.js';
+import type { LockRecord } from '../../admin/locks.js';
+import type { RunRecord } from '../../admin/run-record.js';
+import { GuardError } from '../../core/errors.js';
+import { validateJobName } from '../../core/job-options.js';
+import { CsrfProtection, CSRF_FIELD } from './csrf.js';
+import { resolveDashboardOptions, type DashboardHandler, type DashboardOptions } from './dashboard-options.js';
+import { html, type Html } from './html.js';
+import { FIT_RUNS, jobPage, RANGE_NAMES, RANGES } from './job-page.js';
+import { page, type PageContext } from './layout.js';
+import { locksPage } from './locks-page.js';
+import { overviewPage, STRIP_RUNS } from './overview-page.js';
+export type { DashboardHandler, DashboardOptions } from './dashboard-options.js';
+import { readForm } from './request-body.js';
+import { runPage } from './run-page.js';
+
+/** What the dashboard reads and does: the guard's administration. */
+export interface DashboardSource {
+  recentRuns(perJob: number): Promise<RecentRuns>;
+  run(id: string): Promise<RunRecord | undefined>;
+  history(query: HistoryQuery | undefined): Promise<HistoryPage>;
+  locks(): Promise<LockRecord[]>;
+  /** `job` is a validated job name. */
+  unlock(job: string): Promise<boolean>;
+}
+
+/**
+ * A read is shared for this long by every page that asks for the same thing: however many pages
+ * are open on one dashboard, each kind of read reaches the database at most once a second.
+ */
+const SHARED_READ_MS = 1_000;
+/** The most runs a job page reads (the 7 d axis of a job running every 10 minutes is 1,008). */
+const JOB_PAGE_RUNS = 1_000;
+/** The notices a control's redirect may ask for: fixed texts, so nothing in a URL is ever echoed. */
+const NOTICES: Readonly<Record<string, string>> = {
+  unlocked: 'Unlocked: the lock was held and is now free.',
+  'not-held': 'Nothing to unlock: the lock was already free.',
+};
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Builds the dashboard's request handler over a guard's administration. */
+export function createDashboard(source: DashboardSource, options?: DashboardOptions): DashboardHandler {
+  const settings = resolveDashboardOptions(options);
+  const csrf = new CsrfProtection();
+  const reads = new Map<string, { at: number; value: Promise<unknown> }>();
+
+  function shared<T>(key: string, read: () => Promise<T>): Promise<T> {
+    const now = performance.now();
+    const hit = reads.get(key);
+    if (hit !== undefined && now - hit.at < SHARED_READ_MS) return hit.value as Promise<T>;
+    for (const [other, entry] of reads) if (now - entry.at >= SHARED_READ_MS) reads.delete(other);
+    const value = read();
+    reads.set(key, { at: now, value });
+    value.catch(() => reads.delete(key));
+    return value;
+  }
+
+  async function allowed(req: IncomingMessage): Promise<boolean> {
+    if (settings.readOnly || settings.authorize === undefined) return false;
+    try {
+      return (await settings.authorize(req)) === true;
+    } catch {
+      return false;
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, next: ((error?: unknown) => void) | undefined): Promise<void> {
+    // Express's app.use(path, handler) strips its mount path from req.url and keeps it in req.baseUrl.
+    const mountedAt = (req as IncomingMessage & { baseUrl?: unknown }).baseUrl;
+    const stripped = typeof mountedAt === 'string' && mountedAt !== '';
+    const base = settings.basePath ?? (stripped ? mountedAt : '');
+    const url = req.url ?? '/';
+    const queryAt = url.indexOf('?');
+    let path = queryAt === -1 ? url : url.slice(0, queryAt);
+    const query = new URLSearchParams(queryAt === -1 ? '' : url.slice(queryAt + 1));
+    if (!stripped && base !== '') {
+      if (path !== base && !path.startsWith(`${base}/`)) return notMine(res, next);
+      path = path.slice(base.length);
+    }
+    if (path === '') path = '/';
+    const method = req.method ?? 'GET';
+    const nonce = randomBytes(16).toString('base64');
+    let context: PageContext = { base, nonce, csrfToken: undefined };
+    const headers: Record<string, string> = {};
+
+    if (method === 'POST') {
+      if (path !== '/job/unlock') return notMine(res, next);
+      const location = await unlock(req, base);
+      res.writeHead(303, { Location: location, 'Cache-Control': 'no-store' }).end();
+      return;
+    }
+    if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'Only GET, HEAD and POST.');
+    if (await allowed(req)) {
+      const { id, setCookie } = csrf.identify(req, base === '' ? '/' : base);
+      if (setCookie !== undefined) headers['Set-Cookie'] = setCookie;
+      context = { ...context, csrfToken: csrf.token(id) };
+    }
+    let body: Html;
+    if (path === '/') {
+      const [locks, recent] = await Promise.all([shared('locks', () => source.locks()), shared('recent', () => source.recentRuns(STRIP_RUNS))]);
+      body = overviewPage(context, locks, recent);
+    } else if (path === '/locks') {
+      body = locksPage(context, await shared('locks', () => source.locks()));
+    } else if (path === '/job') {
+      body = await jobView(context, query);
+    } else if (path === '/run') {
+      const id = query.get('id') ?? '';
+      // An id is an execution's token (36 characters); anything else cannot be one.
+      const run = id.length > 0 && id.length <= 36 ? await shared(`run\0${id}`, () => source.run(id)) : undefined;
+      if (run === undefined) throw new HttpError(404, 'No such run (it may have been pruned).');
+      const locks = await shared('locks', () => source.locks());
+      body = runPage(context, run, locks.find((lock) => lock.name === run.job));
+    } else {
+      return notMine(res, next);
+    }
+    send(res, 200, body, nonce, headers, method === 'HEAD');
+  }
+
+  async function jobView(context: PageContext, query: URLSearchParams): Promise<Html> {
+    let name: string;
+    try {
+      name = validateJobName(query.get('name'));
+    } catch {
+      throw new HttpError(404, 'No such job.');
+    }
+    const range = RANGE_NAMES.find((candidate) => candidate === query.get('range')) ?? 'fit';
+    const now = new Date();
+    const runsQuery: HistoryQuery =
+      range === 'fit' ? { job: name, limit: FIT_RUNS } : { job: name, since: new Date(now.getTime() - RANGES[range]), limit: JOB_PAGE_RUNS };
+    const [page, locks] = await Promise.all([
+      shared(`job\0${range}\0${name}`, () => source.history(runsQuery)),
+      shared('locks', () => source.locks()),
+    ]);
+    const lock = locks.find((candidate) => candidate.name === name);
+    if (lock === undefined && page.runs.length === 0) throw new HttpError(404, 'No such job (no lock row, no run in this range).');
+    const notice = NOTICES[query.get('notice') ?? ''];
+    return jobPage(context, { name, range, runs: page.runs, lock, now, notice });
+  }
+
+  /** A POST that frees a lock: refused unless controls are on, `authorize` agrees and the CSRF token matches. */
+  async function unlock(req: IncomingMessage, base: string): Promise<string> {
+    if (settings.readOnly) throw new HttpError(403, 'This dashboard is read-only.');
+    if (!(await allowed(req))) throw new HttpError(403, 'Not authorized to use the controls.');
+    const form = await readForm(req);
+    if (form === undefined || !csrf.verify(req, form.get(CSRF_FIELD) ?? undefined)) {
+      throw new HttpError(403, 'The form has no valid CSRF token: reload the page and try again.');
+    }
+    let job: string;
+    try {
+      job = validateJobName(form.get('job'));
+    } catch {
+      throw new HttpError(400, 'The form names no valid job.');
+    }
+    if (form.get('confirm') !== 'yes') throw new HttpError(400, 'Tick the box that says the process holding the lock is gone.');
+    const freed = await source.unlock(job);
+    reads.clear();
+    return `${base}/job?name=${encodeURIComponent(job)}&notice=${freed ? 'unlocked' : 'not-held'}`;
+  }
+
+  return (req, res, next) => {
+    handle(req, res, next).catch((error: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const status = error instanceof HttpError ? error.status : 500;
+      // A driver's message may name a host, a user or a URL: only the guard's own messages are shown.
+      const message =
+        error instanceof HttpError || error instanceof GuardError ? error.message : "The dashboard could not read the database (see the server's log).";
+      const nonce = randomBytes(16).toString('base64');
+      const base = settings.basePath ?? '';
+      send(res, status, page({ base, nonce, csrfToken: undefined }, `Error ${status}`, html`<h1>Error ${status}</h1><p>${message}</p>`), nonce, {}, false);
+    });
+  };
+}
+
+function notMine(res: ServerResponse, next: ((error?: unknown) => void) | undefined): void {
+  if (next !== undefined) {
+    next();
+    return;
+  }
+  throw new HttpError(404, 'No such page.');
+}
+
+function send(res: ServerResponse, status: number, body: Html, nonce: string, headers: Record<string, string>, headOnly: boolean): void {
+  const text = body.toString();
+  res.writeHead(status, {
+    ...headers,
+    'Content-Type': 'text/html; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(text)),
+    // Defence in depth behind the escaping: only this response's own style and script run.
+    'Content-Security-Policy': `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'X-Content-Type-Options': 'nosniff',
+    // Not no-referrer: under it a browser sends `Origin: null` with the forms' POSTs, which the CSRF check refuses.
+    'Referrer-Policy': 'same-origin',
+    'Cache-Control': 'no-store',
+  });
+  res.end(headOnly ? undefined : text);
+}

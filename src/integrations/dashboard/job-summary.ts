@@ -1,0 +1,72 @@
+import { diagnoseJob, type JobDiagnosis } from '../../admin/doctor.js';
+import type { LockRecord } from '../../admin/locks.js';
+import type { RunRecord, RunStatus } from '../../admin/run-record.js';
+import { formatDuration, OUTCOMES } from './format.js';
+import { html, type Html } from './html.js';
+
+/** Where a job stands now, from its lock row. `paused` comes with the operator controls (#17). */
+export type JobState = 'idle' | 'running' | 'held';
+
+export function jobState(lock: LockRecord | undefined): JobState {
+  if (lock === undefined || lock.state === 'free') return 'idle';
+  return lock.running ? 'running' : 'held';
+}
+
+const STATE_TEXT: Readonly<Record<JobState, string>> = {
+  idle: '○ idle',
+  running: '▶ running',
+  held: '■ held (lockAtLeastFor)',
+};
+
+export function stateBadge(state: JobState): Html {
+  const colour = state === 'idle' ? 'cancelled' : state === 'running' ? 'running' : 'abandoned';
+  return html`<span class="badge ${colour}">${STATE_TEXT[state]}</span>`;
+}
+
+/** An outcome as a coloured badge with its shape and its word. */
+export function outcomeBadge(status: RunStatus, overran = false): Html {
+  const outcome = OUTCOMES[status];
+  return html`<span class="badge ${status}">${outcome.symbol} ${outcome.label}</span>${overran ? html` <span class="overran">⚠ overran</span>` : ''}`;
+}
+
+/** The job's last runs as a strip of small marks, oldest first, each with its shape and a title. */
+export function runStrip(runs: readonly RunRecord[]): Html {
+  const counts = new Map<string, number>();
+  for (const run of runs) counts.set(run.status, (counts.get(run.status) ?? 0) + 1);
+  const summary = [...counts].map(([status, count]) => `${count} ${status}`).join(', ');
+  const marks = [...runs].reverse().map((run) => {
+    const outcome = OUTCOMES[run.status];
+    const title = `${outcome.label}${run.overran ? ', overran' : ''}, ${run.startedAt.toISOString()}, ${formatDuration(run.durationMs)}, on ${run.lockedBy}`;
+    return html`<span class="${run.status}" title="${title}">${run.overran ? '⚠' : outcome.symbol}</span>`;
+  });
+  return html`<div class="strip" role="img" aria-label="${`last ${runs.length} runs, oldest first: ${summary || 'none'}`}">${marks}</div>`;
+}
+
+/** Doctor's diagnosis of the runs shown (not skips), and a fix for each problem. */
+export function diagnose(job: string, runs: readonly RunRecord[], now: Date): JobDiagnosis {
+  return diagnoseJob(
+    job,
+    runs.filter((run) => run.status !== 'skipped'),
+    now,
+  );
+}
+
+/** What to do about each of doctor's problems. */
+export function problemList(diagnosis: JobDiagnosis): Html {
+  if (diagnosis.problems.length === 0) return html`<p>No problem found.</p>`;
+  const suggested = diagnosis.suggestedLockAtMostForMs;
+  const items = diagnosis.problems.map((problem) => {
+    let fix = 'see docs/operations in the README';
+    if (/lockAtMostFor|overran/.test(problem)) {
+      fix = suggested === null ? 'raise lockAtMostFor above the longest run' : `raise lockAtMostFor to about ${formatDuration(suggested)}`;
+    } else if (problem.includes('abandoned')) {
+      fix = "a replica died or overran while running it: read that replica's logs (the run's page names it)";
+    } else if (problem.includes("still 'running'")) {
+      fix = 'if that process is gone, unlock the job (its page, or `cronguard unlock <job> --force`)';
+    } else if (problem.includes('before its time')) {
+      fix = "sync the replicas' clocks with NTP";
+    }
+    return html`<li><span class="problem">⚠ ${problem}</span><br><span class="fix">Fix: ${fix}</span></li>`;
+  });
+  return html`<ul>${items}</ul>`;
+}

@@ -1,0 +1,79 @@
+import type { RunRecord } from '../../admin/run-record.js';
+import { formatDuration, OUTCOMES } from './format.js';
+import { html, segment, type Html } from './html.js';
+
+const WIDTH = 1_000;
+const LANE = 26;
+const AXIS = 22;
+const COLOURS: Readonly<Record<RunRecord['status'], string>> = {
+  succeeded: '#1a7f37',
+  failed: '#cf222e',
+  cancelled: '#57606a',
+  abandoned: '#9a6700',
+  running: '#0969da',
+  skipped: '#8c959f',
+};
+
+interface Bar {
+  readonly run: RunRecord;
+  readonly start: number;
+  readonly end: number;
+  lane: number;
+  overlaps: boolean;
+}
+
+/** When a run ended, or for one still open, now (running) or its lock's end (abandoned, unfinished). */
+function endOf(run: RunRecord, now: Date): number {
+  if (run.finishedAt !== null) return run.finishedAt.getTime();
+  if (run.status === 'running') return now.getTime();
+  return run.lockUntil?.getTime() ?? run.startedAt.getTime();
+}
+
+/**
+ * Runs as bars on a time axis from `from` to `now`, one lane per run that overlaps another: an
+ * overlap is then two bars on top of each other, outlined and labelled. An overran run (it finished
+ * after its lock expired) is outlined in red with a ⚠ and its lock's end drawn across it. Each bar
+ * is a link to the run (keyboard-focusable), titled with its outcome, times and replica.
+ */
+export function timeline(runs: readonly RunRecord[], from: Date, now: Date, base: string): Html {
+  const span = Math.max(1, now.getTime() - from.getTime());
+  const x = (time: number): number => Math.min(WIDTH, Math.max(0, ((time - from.getTime()) / span) * WIDTH));
+  const bars: Bar[] = runs
+    .filter((run) => run.status !== 'skipped')
+    .map((run) => ({ run, start: run.startedAt.getTime(), end: endOf(run, now), lane: 0, overlaps: false }))
+    .sort((a, b) => a.start - b.start);
+  const laneEnds: number[] = [];
+  for (const bar of bars) {
+    let lane = laneEnds.findIndex((end) => end <= bar.start);
+    if (lane === -1) lane = laneEnds.length;
+    laneEnds[lane] = bar.end;
+    bar.lane = lane;
+  }
+  for (const bar of bars) {
+    bar.overlaps = bars.some((other) => other !== bar && other.start < bar.end && bar.start < other.end);
+  }
+  const height = AXIS + Math.max(1, laneEnds.length) * LANE + 4;
+  const ticks = Array.from({ length: 7 }, (_, index) => {
+    const time = from.getTime() + (span * index) / 6;
+    const iso = new Date(time).toISOString();
+    const label = span > 2 * 86_400_000 ? iso.slice(5, 16).replace('T', ' ') : span > 600_000 ? iso.slice(11, 16) : iso.slice(11, 19);
+    const position = (index / 6) * WIDTH;
+    const anchor = index === 0 ? 'start' : index === 6 ? 'end' : 'middle';
+    return html`<line x1="${position}" x2="${position}" y1="${AXIS - 4}" y2="${height}" stroke="#d0d7de"/><text x="${position}" y="14" font-size="12" text-anchor="${anchor}" fill="#57606a">${label}</text>`;
+  });
+  const drawn = bars.map((bar) => {
+    const { run } = bar;
+    const left = Math.min(x(bar.start), WIDTH - 3);
+    const width = Math.max(3, x(bar.end) - left);
+    const top = AXIS + bar.lane * LANE;
+    const outcome = OUTCOMES[run.status];
+    const notes = [run.overran ? 'overran its lock' : '', bar.overlaps ? 'overlapped another run' : ''].filter(Boolean).join(', ');
+    const label = `${outcome.label}${notes === '' ? '' : ` (${notes})`}: started ${run.startedAt.toISOString()}, ${formatDuration(run.durationMs)}, on replica ${run.lockedBy}`;
+    const lockEnd = run.overran && run.lockUntil !== null ? x(run.lockUntil.getTime()) : undefined;
+    return html`<a href="${base}/run?id=${segment(run.id)}" aria-label="${label}"><title>${label}</title>
+<rect x="${left}" y="${top}" width="${width}" height="${LANE - 6}" fill="${COLOURS[run.status]}"${run.overran || bar.overlaps ? html` stroke="#cf222e" stroke-width="3" stroke-dasharray="${bar.overlaps ? '6 3' : 'none'}"` : ''}/>
+${lockEnd === undefined ? '' : html`<line x1="${lockEnd}" x2="${lockEnd}" y1="${top - 2}" y2="${top + LANE - 4}" stroke="#000" stroke-width="2"/>`}
+${notes === '' ? '' : html`<text x="${left + width + 75 > WIDTH ? left - 3 : left + width + 3}" y="${top + 15}" font-size="12" fill="#cf222e" text-anchor="${left + width + 75 > WIDTH ? 'end' : 'start'}">⚠ ${run.overran ? 'overran' : 'overlap'}</text>`}</a>`;
+  });
+  return html`<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Runs on a time axis">${ticks}${drawn}</svg>`;
+}

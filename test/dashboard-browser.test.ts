@@ -1,0 +1,127 @@
+// The web dashboard in a real headless browser (Debian's chromium via playwright-core), on every
+// dialect with real history: what the pages show, that a hostile job name stays text, and that
+// a state-changing request needs the controls on, `authorize` and the CSRF token.
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dialectTargets } from './support/dialects.js';
+import { browserTestsRun, CHROMIUM, HOSTILE_NAME, seedHistory, serve } from './support/dashboard.js';
+import { migratedGuard } from './support/guards.js';
+
+const screenshots = fileURLToPath(new URL('../.tmp/screenshots/', import.meta.url));
+
+describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    mkdirSync(screenshots, { recursive: true });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** A page that records every dialog (an alert would be a script injected through a name). */
+  async function openPage(url: string, headers: Record<string, string> = {}): Promise<{ page: Page; dialogs: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, extraHTTPHeaders: headers });
+    const page = await context.newPage();
+    const dialogs: string[] = [];
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.goto(url);
+    return { page, dialogs };
+  }
+
+  describe.each(dialectTargets())('on $name', (target) => {
+    describe.skipIf(target.serverUrl === null)('', () => {
+      it('shows every job, an overran run on its job page, a hostile name as text, and no control when read-only', async () => {
+        const { guard } = await migratedGuard(target, { lockedBy: 'replica-a' });
+        await seedHistory(guard);
+        const url = await serve(guard.dashboard());
+        const { page, dialogs } = await openPage(`${url}/`);
+
+        const jobs = await page.locator('main h2').allTextContents();
+        expect(jobs).toEqual(expect.arrayContaining(['nightly-report', 'slow-sync', 'cache-warm', HOSTILE_NAME]));
+        expect(await page.locator('section', { hasText: 'cache-warm' }).getByText('held').count()).toBe(1);
+        // The strip: 12 marks for nightly-report, each with its shape, one of them the failure.
+        const strip = page.locator('section', { has: page.getByRole('heading', { name: 'nightly-report' }) }).locator('.strip span');
+        expect(await strip.count()).toBe(12);
+        expect(await strip.filter({ hasText: '✗' }).count()).toBe(1);
+        expect(await page.locator('img').count()).toBe(0);
+        await page.screenshot({ path: `${screenshots}dashboard-${target.name}-overview.png`, fullPage: true });
+
+        await page.getByRole('link', { name: 'slow-sync' }).click();
+        await page.waitForURL(/\/job\?name=slow-sync/);
+        const overran = page.locator('svg.timeline a[aria-label*="overran its lock"]');
+        expect(await overran.count()).toBe(1);
+        expect(await page.getByRole('cell', { name: /overran/ }).count()).toBe(1);
+        await expect.poll(() => page.getByText('in the last day 1 run(s) overran their lock').count()).toBe(1);
+        // The bar is reachable from the keyboard and leads to its run.
+        await overran.focus();
+        await page.keyboard.press('Enter');
+        await page.waitForURL(/\/run\?id=/);
+        expect(await page.getByText('⚠ yes: it finished after its lock expired').count()).toBe(1);
+        await page.goBack();
+        // Read-only: not one form, button or field.
+        expect(await page.locator('form, button, input').count()).toBe(0);
+        await page.screenshot({ path: `${screenshots}dashboard-${target.name}-job.png`, fullPage: true });
+
+        // The hostile job's page and run page: its name and its error stay text.
+        await page.goto(`${url}/job?name=${encodeURIComponent(HOSTILE_NAME)}`);
+        expect(await page.locator('h1').textContent()).toBe(HOSTILE_NAME);
+        await page.locator('table a').first().click();
+        await page.waitForURL(/\/run\?id=/);
+        expect(await page.locator('pre').textContent()).toBe('<script>alert(2)</script>');
+        expect(await page.locator('img').count()).toBe(0);
+        expect(dialogs).toEqual([]);
+
+        // A POST to a read-only dashboard is refused, and the lock stays held.
+        const refused = await page.request.post(`${url}/job/unlock`, { form: { job: 'cache-warm', confirm: 'yes' }, maxRedirects: 0 });
+        expect(refused.status()).toBe(403);
+        expect((await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state).toBe('held');
+      }, 90_000);
+
+      it('unlocks from the page only with authorize and the CSRF token', async () => {
+        const { guard } = await migratedGuard(target);
+        await guard.run({ name: 'cache-warm', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, () => 'done');
+        const url = await serve(guard.dashboard({ readOnly: false, authorize: (req) => req.headers['x-operator'] === 'alice' }));
+        const held = async (): Promise<string | undefined> => (await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state;
+        const jobUrl = `${url}/job?name=cache-warm`;
+
+        // Not authorized: the page shows no control.
+        const visitor = await openPage(jobUrl);
+        expect(await visitor.page.locator('form, button').count()).toBe(0);
+
+        const operator = await openPage(jobUrl, { 'x-operator': 'alice' });
+        const token = await operator.page.locator('input[name=csrf]').inputValue();
+        const cookie = (await operator.page.context().cookies()).map((entry) => `${entry.name}=${entry.value}`).join('; ');
+        const post = (headers: Record<string, string>, fields: Record<string, string>): Promise<Response> =>
+          fetch(`${url}/job/unlock`, {
+            method: 'POST',
+            redirect: 'manual',
+            headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+            body: new URLSearchParams(fields),
+          });
+        const form = { job: 'cache-warm', confirm: 'yes', csrf: token };
+        // Without the token, with a wrong one, without the cookie, from another origin, or without authorize: refused.
+        expect((await post({ cookie, 'x-operator': 'alice' }, { job: 'cache-warm', confirm: 'yes' })).status).toBe(403);
+        expect((await post({ cookie, 'x-operator': 'alice' }, { ...form, csrf: `${token.slice(0, -2)}xx` })).status).toBe(403);
+        expect((await post({ 'x-operator': 'alice' }, form)).status).toBe(403);
+        expect((await post({ cookie, 'x-operator': 'alice', origin: 'https://evil.example' }, form)).status).toBe(403);
+        expect((await post({ cookie }, form)).status).toBe(403);
+        expect((await post({ cookie, 'x-operator': 'mallory' }, form)).status).toBe(403);
+        expect(await held()).toBe('held');
+
+        // The operator's own form, through the browser: keyboard-reachable, labelled, and it works.
+        await operator.page.getByLabel(/The process holding this lock is gone/).check();
+        await operator.page.getByRole('button', { name: 'Unlock' }).click();
+        await operator.page.waitForURL(/notice=unlocked/);
+        expect(await operator.page.getByRole('status').textContent()).toContain('Unlocked');
+        expect(await held()).toBe('free');
+        expect(operator.dialogs).toEqual([]);
+      }, 90_000);
+    });
+  });
+});
