@@ -63,4 +63,6 @@ for (let slot = windowStart; slot <= windowEnd; slot += 1_000) {
   if (count === 0) missed += 1;
 }
 console.log(`\n${slots} slots, ${executions} runs, ${duplicates} duplicates, ${missed} missed`);
+// Last, so it is what the reader sees: the command that shows this run in the web dashboard.
+console.log(`\nSee these runs in the web dashboard (then open the URL it prints):\n  node ${cli} dashboard --database '${database}'`);
 process.exitCode = duplicates === 0 && missed === 0 && slots >= 8 ? 0 : 1;
