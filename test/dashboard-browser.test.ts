@@ -83,6 +83,28 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         expect((await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state).toBe('held');
       }, 90_000);
 
+      it('updates an open page by polling, at most one request a second, and reads without JavaScript', async () => {
+        const { guard } = await migratedGuard(target);
+        await guard.run({ name: 'first-job', lockAtMostFor: '1m' }, () => 'done');
+        const url = await serve(guard.dashboard());
+        const { page, dialogs } = await openPage(`${url}/`);
+        const requests: number[] = [];
+        const opened = performance.now();
+        page.on('request', () => requests.push(performance.now()));
+        await guard.run({ name: 'second-job', lockAtMostFor: '1m' }, () => 'done');
+        await expect.poll(() => page.locator('main h2').allTextContents(), { timeout: 30_000, interval: 250 }).toEqual(['first-job', 'second-job']);
+        expect(requests.length).toBeGreaterThan(0);
+        expect(requests.length).toBeLessThanOrEqual(Math.ceil((performance.now() - opened) / 1_000));
+        expect(dialogs).toEqual([]);
+
+        const context = await browser.newContext({ javaScriptEnabled: false });
+        const still = await context.newPage();
+        await still.goto(`${url}/`);
+        expect(await still.locator('main h2').allTextContents()).toEqual(['first-job', 'second-job']);
+        await still.getByRole('link', { name: 'second-job' }).click();
+        expect(await still.locator('h1').textContent()).toBe('second-job');
+      }, 90_000);
+
       it('unlocks from the page only with authorize and the CSRF token', async () => {
         const { guard } = await migratedGuard(target);
         await guard.run({ name: 'cache-warm', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, () => 'done');

@@ -14,11 +14,16 @@ export const RANGE_NAMES: readonly RangeName[] = ['fit', '1h', '24h', '7d'];
 /** How many runs the `fit` axis shows. */
 export const FIT_RUNS = 200;
 
-/** Where the axis starts: the range's length before now, or for `fit` a little before the oldest run shown. */
-function axisStart(range: RangeName, runs: readonly RunRecord[], now: Date): Date {
-  if (range !== 'fit') return new Date(now.getTime() - RANGES[range]);
+/**
+ * The time axis: the range's length up to now, or for `fit` from a little before the oldest run
+ * shown to a little after the newest one ended (now, while one runs).
+ */
+function axis(range: RangeName, runs: readonly RunRecord[], now: Date): { from: Date; to: Date } {
+  if (range !== 'fit') return { from: new Date(now.getTime() - RANGES[range]), to: now };
   const oldest = runs.at(-1)?.startedAt.getTime() ?? now.getTime() - 60_000;
-  return new Date(oldest - Math.max(1_000, (now.getTime() - oldest) * 0.05));
+  const newest = Math.max(oldest, ...runs.map((run) => (run.status === 'running' ? now : (run.finishedAt ?? run.startedAt)).getTime()));
+  const pad = Math.max(500, (newest - oldest) * 0.05);
+  return { from: new Date(oldest - pad), to: new Date(Math.min(now.getTime(), newest + pad)) };
 }
 
 function rangeLabel(range: RangeName): string {
@@ -44,7 +49,7 @@ export interface JobView {
 /** A job: its timeline, its durations against lockAtMostFor, its problems, its runs, and its controls. */
 export function jobPage(context: PageContext, view: JobView): Html {
   const { name, range, runs, lock, now } = view;
-  const from = axisStart(range, runs, now);
+  const { from, to } = axis(range, runs, now);
   const diagnosis = diagnose(name, runs, now);
   const jobPath = `${context.base}/job?name=${segment(name)}`;
   const ranges = RANGE_NAMES.map(
@@ -60,7 +65,7 @@ export function jobPage(context: PageContext, view: JobView): Html {
   const live = html`<div id="live">
 <p>State: ${stateBadge(jobState(lock))}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}</p>
 <h2>Timeline</h2><p class="fix">Each bar is a run (focus or hover it for its replica); ⚠ marks a run that overran its lock or overlapped another.</p>
-${runs.length === 0 ? html`<p>No run in the ${rangeText(range)}.</p>` : timeline(runs, from, now, context.base)}
+${runs.length === 0 ? html`<p>No run in the ${rangeText(range)}.</p>` : timeline(runs, from, to, now, context.base)}
 ${/* PLACEHOLDER(#16 slot ledger): missed slots drawn on the timeline as hollow marks at their slot time. */ ''}
 <h2>Durations</h2><div class="scroll"><table><caption>Durations in the ${rangeText(range)} against lockAtMostFor (${formatDuration(limit)})</caption>
 <tr><th scope="col">measure</th><th scope="col">duration</th><th scope="col">of lockAtMostFor</th></tr>

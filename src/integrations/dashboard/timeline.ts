@@ -30,13 +30,13 @@ function endOf(run: RunRecord, now: Date): number {
 }
 
 /**
- * Runs as bars on a time axis from `from` to `now`, one lane per run that overlaps another: an
+ * Runs as bars on a time axis from `from` to `to`, one lane per run that overlaps another: an
  * overlap is then two bars on top of each other, outlined and labelled. An overran run (it finished
  * after its lock expired) is outlined in red with a ⚠ and its lock's end drawn across it. Each bar
  * is a link to the run (keyboard-focusable), titled with its outcome, times and replica.
  */
-export function timeline(runs: readonly RunRecord[], from: Date, now: Date, base: string): Html {
-  const span = Math.max(1, now.getTime() - from.getTime());
+export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: Date, base: string): Html {
+  const span = Math.max(1, to.getTime() - from.getTime());
   const x = (time: number): number => Math.min(WIDTH, Math.max(0, ((time - from.getTime()) / span) * WIDTH));
   const bars: Bar[] = runs
     .filter((run) => run.status !== 'skipped')
@@ -56,7 +56,7 @@ export function timeline(runs: readonly RunRecord[], from: Date, now: Date, base
   const ticks = Array.from({ length: 7 }, (_, index) => {
     const time = from.getTime() + (span * index) / 6;
     const iso = new Date(time).toISOString();
-    const label = span > 2 * 86_400_000 ? iso.slice(5, 16).replace('T', ' ') : span > 600_000 ? iso.slice(11, 16) : iso.slice(11, 19);
+    const label = span > 2 * 86_400_000 ? iso.slice(5, 16).replace('T', ' ') : span > 600_000 ? iso.slice(11, 16) : span > 10_000 ? iso.slice(11, 19) : iso.slice(11, 23);
     const position = (index / 6) * WIDTH;
     const anchor = index === 0 ? 'start' : index === 6 ? 'end' : 'middle';
     return html`<line x1="${position}" x2="${position}" y1="${AXIS - 4}" y2="${height}" stroke="#d0d7de"/><text x="${position}" y="14" font-size="12" text-anchor="${anchor}" fill="#57606a">${label}</text>`;
