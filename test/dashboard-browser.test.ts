@@ -22,7 +22,10 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
   });
 
   /** A page that records every dialog (an alert would be a script injected through a name). */
-  async function openPage(url: string, headers: Record<string, string> = {}): Promise<{ page: Page; dialogs: string[] }> {
+  async function openPage(
+    url: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ page: Page; dialogs: string[] }> {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, extraHTTPHeaders: headers });
     const page = await context.newPage();
     const dialogs: string[] = [];
@@ -46,7 +49,9 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         expect(jobs).toEqual(expect.arrayContaining(['nightly-report', 'slow-sync', 'cache-warm', HOSTILE_NAME]));
         expect(await page.locator('section', { hasText: 'cache-warm' }).getByText('held').count()).toBe(1);
         // The strip: 12 marks for nightly-report, each with its shape, one of them the failure.
-        const strip = page.locator('section', { has: page.getByRole('heading', { name: 'nightly-report' }) }).locator('.strip span');
+        const strip = page
+          .locator('section', { has: page.getByRole('heading', { name: 'nightly-report' }) })
+          .locator('.strip span');
         expect(await strip.count()).toBe(12);
         expect(await strip.filter({ hasText: '✗' }).count()).toBe(1);
         expect(await page.locator('img').count()).toBe(0);
@@ -78,7 +83,10 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         expect(dialogs).toEqual([]);
 
         // A POST to a read-only dashboard is refused, and the lock stays held.
-        const refused = await page.request.post(`${url}/job/unlock`, { form: { job: 'cache-warm', confirm: 'yes' }, maxRedirects: 0 });
+        const refused = await page.request.post(`${url}/job/unlock`, {
+          form: { job: 'cache-warm', confirm: 'yes' },
+          maxRedirects: 0,
+        });
         expect(refused.status()).toBe(403);
         expect((await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state).toBe('held');
       }, 90_000);
@@ -92,7 +100,9 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         const opened = performance.now();
         page.on('request', () => requests.push(performance.now()));
         await guard.run({ name: 'second-job', lockAtMostFor: '1m' }, () => 'done');
-        await expect.poll(() => page.locator('main h2').allTextContents(), { timeout: 30_000, interval: 250 }).toEqual(['first-job', 'second-job']);
+        await expect
+          .poll(() => page.locator('main h2').allTextContents(), { timeout: 30_000, interval: 250 })
+          .toEqual(['first-job', 'second-job']);
         expect(requests.length).toBeGreaterThan(0);
         expect(requests.length).toBeLessThanOrEqual(Math.ceil((performance.now() - opened) / 1_000));
         expect(dialogs).toEqual([]);
@@ -108,8 +118,11 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
       it('unlocks from the page only with authorize and the CSRF token', async () => {
         const { guard } = await migratedGuard(target);
         await guard.run({ name: 'cache-warm', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, () => 'done');
-        const url = await serve(guard.dashboard({ readOnly: false, authorize: (req) => req.headers['x-operator'] === 'alice' }));
-        const held = async (): Promise<string | undefined> => (await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state;
+        const url = await serve(
+          guard.dashboard({ readOnly: false, authorize: (req) => req.headers['x-operator'] === 'alice' }),
+        );
+        const held = async (): Promise<string | undefined> =>
+          (await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state;
         const jobUrl = `${url}/job?name=cache-warm`;
 
         // Not authorized: the page shows no control.
@@ -118,7 +131,9 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
 
         const operator = await openPage(jobUrl, { 'x-operator': 'alice' });
         const token = await operator.page.locator('input[name=csrf]').inputValue();
-        const cookie = (await operator.page.context().cookies()).map((entry) => `${entry.name}=${entry.value}`).join('; ');
+        const cookie = (await operator.page.context().cookies())
+          .map((entry) => `${entry.name}=${entry.value}`)
+          .join('; ');
         const post = (headers: Record<string, string>, fields: Record<string, string>): Promise<Response> =>
           fetch(`${url}/job/unlock`, {
             method: 'POST',
@@ -129,7 +144,9 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         const form = { job: 'cache-warm', confirm: 'yes', csrf: token };
         // Without the token, with a wrong one, without the cookie, from another origin, or without authorize: refused.
         expect((await post({ cookie, 'x-operator': 'alice' }, { job: 'cache-warm', confirm: 'yes' })).status).toBe(403);
-        expect((await post({ cookie, 'x-operator': 'alice' }, { ...form, csrf: `${token.slice(0, -2)}xx` })).status).toBe(403);
+        expect(
+          (await post({ cookie, 'x-operator': 'alice' }, { ...form, csrf: `${token.slice(0, -2)}xx` })).status,
+        ).toBe(403);
         expect((await post({ 'x-operator': 'alice' }, form)).status).toBe(403);
         expect((await post({ cookie, 'x-operator': 'alice', origin: 'https://evil.example' }, form)).status).toBe(403);
         expect((await post({ cookie }, form)).status).toBe(403);

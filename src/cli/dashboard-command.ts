@@ -22,7 +22,8 @@ function isLoopback(host: string): boolean {
  */
 export async function dashboardCommand(guard: Guard, options: DashboardCommandOptions): Promise<CommandOutput> {
   const port = Number(options.port ?? '4500');
-  if (!/^\d+$/.test(options.port ?? '4500') || port > 65_535) throw new UsageError(`--port must be a port number from 0 to 65535, got ${JSON.stringify(options.port)}`);
+  if (!/^\d+$/.test(options.port ?? '4500') || port > 65_535)
+    throw new UsageError(`--port must be a port number from 0 to 65535, got ${JSON.stringify(options.port)}`);
   const host = options.host ?? '127.0.0.1';
   if (host === '') throw new UsageError('--host must be a host name or an address, got ""');
   const readOnly = options.readOnly === true;

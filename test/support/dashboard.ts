@@ -14,7 +14,9 @@ export const CHROMIUM = process.env['CRONGUARD_CHROMIUM'] ?? '/usr/bin/chromium'
 /** False when there is no chromium outside CI (the browser tests are then skipped, loudly); under CI=true a missing one fails. */
 export function browserTestsRun(): boolean {
   if (existsSync(CHROMIUM) || process.env['CI'] === 'true') return true;
-  process.stderr.write(`\n*** cronguard: dashboard browser tests are SKIPPED: no ${CHROMIUM}. Install it with: apt-get install -y chromium ***\n\n`);
+  process.stderr.write(
+    `\n*** cronguard: dashboard browser tests are SKIPPED: no ${CHROMIUM}. Install it with: apt-get install -y chromium ***\n\n`,
+  );
   return false;
 }
 
@@ -47,7 +49,11 @@ export function connectStyleApp(mount: string, handler: Handler): RequestListene
     const next = (): void => void res.writeHead(404, { 'Content-Type': 'text/plain' }).end('the app’s own 404');
     const url = req.url ?? '/';
     if (url !== mount && !url.startsWith(`${mount}/`) && !url.startsWith(`${mount}?`)) return next();
-    Object.assign(req, { baseUrl: mount, originalUrl: url, url: url.slice(mount.length) === '' ? '/' : url.slice(mount.length) });
+    Object.assign(req, {
+      baseUrl: mount,
+      originalUrl: url,
+      url: url.slice(mount.length) === '' ? '/' : url.slice(mount.length),
+    });
     if (req.url?.startsWith('?') === true) req.url = `/${req.url}`;
     handler(req, res, next);
   };
@@ -72,6 +78,8 @@ export async function seedHistory(guard: Guard): Promise<void> {
   }
   await guard.run({ name: 'slow-sync', lockAtMostFor: '10s' }, () => sleep(50));
   await guard.run({ name: 'slow-sync', lockAtMostFor: '300ms' }, () => sleep(600));
-  await guard.run({ name: HOSTILE_NAME, lockAtMostFor: '1m' }, () => Promise.reject(new Error('<script>alert(2)</script>'))).catch(() => undefined);
+  await guard
+    .run({ name: HOSTILE_NAME, lockAtMostFor: '1m' }, () => Promise.reject(new Error('<script>alert(2)</script>')))
+    .catch(() => undefined);
   await guard.run({ name: 'cache-warm', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, () => sleep(10));
 }

@@ -75,7 +75,11 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     }
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, next: ((error?: unknown) => void) | undefined): Promise<void> {
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    next: ((error?: unknown) => void) | undefined,
+  ): Promise<void> {
     // Express's app.use(path, handler) strips its mount path from req.url and keeps it in req.baseUrl.
     const mountedAt = (req as IncomingMessage & { baseUrl?: unknown }).baseUrl;
     const stripped = typeof mountedAt === 'string' && mountedAt !== '';
@@ -108,7 +112,10 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     }
     let body: Html;
     if (path === '/') {
-      const [locks, recent] = await Promise.all([shared('locks', () => source.locks()), shared('recent', () => source.recentRuns(STRIP_RUNS))]);
+      const [locks, recent] = await Promise.all([
+        shared('locks', () => source.locks()),
+        shared('recent', () => source.recentRuns(STRIP_RUNS)),
+      ]);
       body = overviewPage(context, locks, recent);
     } else if (path === '/locks') {
       body = locksPage(context, await shared('locks', () => source.locks()));
@@ -120,7 +127,11 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       const run = id.length > 0 && id.length <= 36 ? await shared(`run\0${id}`, () => source.run(id)) : undefined;
       if (run === undefined) throw new HttpError(404, 'No such run (it may have been pruned).');
       const locks = await shared('locks', () => source.locks());
-      body = runPage(context, run, locks.find((lock) => lock.name === run.job));
+      body = runPage(
+        context,
+        run,
+        locks.find((lock) => lock.name === run.job),
+      );
     } else {
       return notMine(res, next);
     }
@@ -137,13 +148,16 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     const range = RANGE_NAMES.find((candidate) => candidate === query.get('range')) ?? 'fit';
     const now = new Date();
     const runsQuery: HistoryQuery =
-      range === 'fit' ? { job: name, limit: FIT_RUNS } : { job: name, since: new Date(now.getTime() - RANGES[range]), limit: JOB_PAGE_RUNS };
+      range === 'fit'
+        ? { job: name, limit: FIT_RUNS }
+        : { job: name, since: new Date(now.getTime() - RANGES[range]), limit: JOB_PAGE_RUNS };
     const [page, locks] = await Promise.all([
       shared(`job\0${range}\0${name}`, () => source.history(runsQuery)),
       shared('locks', () => source.locks()),
     ]);
     const lock = locks.find((candidate) => candidate.name === name);
-    if (lock === undefined && page.runs.length === 0) throw new HttpError(404, 'No such job (no lock row, no run in this range).');
+    if (lock === undefined && page.runs.length === 0)
+      throw new HttpError(404, 'No such job (no lock row, no run in this range).');
     const notice = NOTICES[query.get('notice') ?? ''];
     return jobPage(context, { name, range, runs: page.runs, lock, now, notice });
   }
@@ -162,7 +176,8 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     } catch {
       throw new HttpError(400, 'The form names no valid job.');
     }
-    if (form.get('confirm') !== 'yes') throw new HttpError(400, 'Tick the box that says the process holding the lock is gone.');
+    if (form.get('confirm') !== 'yes')
+      throw new HttpError(400, 'Tick the box that says the process holding the lock is gone.');
     const freed = await source.unlock(job);
     reads.clear();
     return `${base}/job?name=${encodeURIComponent(job)}&notice=${freed ? 'unlocked' : 'not-held'}`;
@@ -177,10 +192,24 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       const status = error instanceof HttpError ? error.status : 500;
       // A driver's message may name a host, a user or a URL: only the guard's own messages are shown.
       const message =
-        error instanceof HttpError || error instanceof GuardError ? error.message : "The dashboard could not read the database (see the server's log).";
+        error instanceof HttpError || error instanceof GuardError
+          ? error.message
+          : "The dashboard could not read the database (see the server's log).";
       const nonce = randomBytes(16).toString('base64');
       const base = settings.basePath ?? '';
-      send(res, status, page({ base, nonce, csrfToken: undefined }, `Error ${status}`, html`<h1>Error ${status}</h1><p>${message}</p>`), nonce, {}, false);
+      send(
+        res,
+        status,
+        page(
+          { base, nonce, csrfToken: undefined },
+          `Error ${status}`,
+          html`<h1>Error ${status}</h1>
+            <p>${message}</p>`,
+        ),
+        nonce,
+        {},
+        false,
+      );
     });
   };
 }
@@ -193,7 +222,14 @@ function notMine(res: ServerResponse, next: ((error?: unknown) => void) | undefi
   throw new HttpError(404, 'No such page.');
 }
 
-function send(res: ServerResponse, status: number, body: Html, nonce: string, headers: Record<string, string>, headOnly: boolean): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: Html,
+  nonce: string,
+  headers: Record<string, string>,
+  headOnly: boolean,
+): void {
   const text = body.toString();
   res.writeHead(status, {
     ...headers,

@@ -17,7 +17,13 @@ export class Html {
 /** What the `html` tag accepts: text is escaped, `Html` kept, arrays joined, null/undefined/false dropped. */
 export type HtmlValue = Html | string | number | null | undefined | false | readonly HtmlValue[];
 
-const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const ENTITIES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
 
 /** Escapes text for an element's content or a quoted attribute value. */
 export function escapeHtml(text: string): string {

@@ -21,7 +21,10 @@ export const FIT_RUNS = 200;
 function axis(range: RangeName, runs: readonly RunRecord[], now: Date): { from: Date; to: Date } {
   if (range !== 'fit') return { from: new Date(now.getTime() - RANGES[range]), to: now };
   const oldest = runs.at(-1)?.startedAt.getTime() ?? now.getTime() - 60_000;
-  const newest = Math.max(oldest, ...runs.map((run) => (run.status === 'running' ? now : (run.finishedAt ?? run.startedAt)).getTime()));
+  const newest = Math.max(
+    oldest,
+    ...runs.map((run) => (run.status === 'running' ? now : (run.finishedAt ?? run.startedAt)).getTime()),
+  );
   const pad = Math.max(500, (newest - oldest) * 0.05);
   return { from: new Date(oldest - pad), to: new Date(Math.min(now.getTime(), newest + pad)) };
 }
@@ -53,44 +56,101 @@ export function jobPage(context: PageContext, view: JobView): Html {
   const diagnosis = diagnose(name, runs, now);
   const jobPath = `${context.base}/job?name=${segment(name)}`;
   const ranges = RANGE_NAMES.map(
-    (key) => html` <a href="${jobPath}&amp;range=${key}"${key === range ? html` aria-current="page"><strong>${rangeLabel(key)}</strong>` : html`>${rangeLabel(key)}`}</a>`,
+    (key) =>
+      html` <a href="${jobPath}&amp;range=${key}"${key === range ? html` aria-current="page"><strong>${rangeLabel(key)}</strong>` : html`>${rangeLabel(key)}`}</a>`,
   );
   const limit = diagnosis.lockAtMostForMs;
   const stat = (label: string, ms: number | null): Html =>
-    html`<tr><th scope="row">${label}</th><td>${formatDuration(ms)}</td><td>${ms === null || limit === null ? '—' : `${Math.round((ms / limit) * 100)} %${ms > limit ? ' ⚠ over' : ''}`}</td></tr>`;
+    html`<tr>
+      <th scope="row">${label}</th>
+      <td>${formatDuration(ms)}</td>
+      <td>
+        ${ms === null || limit === null ? '—' : `${Math.round((ms / limit) * 100)} %${ms > limit ? ' ⚠ over' : ''}`}
+      </td>
+    </tr>`;
   const rows = runs.slice(0, 200).map(
-    (run) => html`<tr><td><a href="${context.base}/run?id=${segment(run.id)}">${formatTime(run.startedAt)}</a></td>
-<td>${outcomeBadge(run.status, run.overran)}</td><td>${formatDuration(run.durationMs)}</td><td class="name">${run.lockedBy}</td><td class="wide">${formatTime(run.slot)}</td></tr>`,
+    (run) =>
+      html`<tr>
+        <td><a href="${context.base}/run?id=${segment(run.id)}">${formatTime(run.startedAt)}</a></td>
+        <td>${outcomeBadge(run.status, run.overran)}</td>
+        <td>${formatDuration(run.durationMs)}</td>
+        <td class="name">${run.lockedBy}</td>
+        <td class="wide">${formatTime(run.slot)}</td>
+      </tr>`,
   );
   const live = html`<div id="live">
-<p>State: ${stateBadge(jobState(lock))}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}</p>
-<h2>Timeline</h2><p class="fix">Each bar is a run (focus or hover it for its replica); ⚠ marks a run that overran its lock or overlapped another.</p>
-${runs.length === 0 ? html`<p>No run in the ${rangeText(range)}.</p>` : timeline(runs, from, to, now, context.base)}
-${/* PLACEHOLDER(#16 slot ledger): missed slots drawn on the timeline as hollow marks at their slot time. */ ''}
-<h2>Durations</h2><div class="scroll"><table><caption>Durations in the ${rangeText(range)} against lockAtMostFor (${formatDuration(limit)})</caption>
-<tr><th scope="col">measure</th><th scope="col">duration</th><th scope="col">of lockAtMostFor</th></tr>
-${stat('p50', diagnosis.p50Ms)}${stat('p95', diagnosis.p95Ms)}${stat('max', diagnosis.maxMs)}</table></div>
-<h2>Problems</h2>${problemList(diagnosis)}
-<h2>Runs</h2><div class="scroll"><table><caption>The ${rangeText(range)}, newest first${runs.length > 200 ? ' (first 200)' : ''}</caption>
-<tr><th scope="col">started</th><th scope="col">outcome</th><th scope="col">duration</th><th scope="col">replica</th><th scope="col" class="wide">slot</th></tr>${rows}</table></div>
-</div>`;
+    <p>
+      State:
+      ${stateBadge(jobState(lock))}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}
+    </p>
+    <h2>Timeline</h2>
+    <p class="fix">
+      Each bar is a run (focus or hover it for its replica); ⚠ marks a run that overran its lock or overlapped another.
+    </p>
+    ${runs.length === 0 ? html`<p>No run in the ${rangeText(range)}.</p>` : timeline(runs, from, to, now, context.base)}
+    ${/* PLACEHOLDER(#16 slot ledger): missed slots drawn on the timeline as hollow marks at their slot time. */ ''}
+    <h2>Durations</h2>
+    <div class="scroll">
+      <table>
+        <caption>
+          Durations in the ${rangeText(range)} against lockAtMostFor (${formatDuration(limit)})
+        </caption>
+        <tr>
+          <th scope="col">measure</th>
+          <th scope="col">duration</th>
+          <th scope="col">of lockAtMostFor</th>
+        </tr>
+        ${stat('p50', diagnosis.p50Ms)}${stat('p95', diagnosis.p95Ms)}${stat('max', diagnosis.maxMs)}
+      </table>
+    </div>
+    <h2>Problems</h2>
+    ${problemList(diagnosis)}
+    <h2>Runs</h2>
+    <div class="scroll">
+      <table>
+        <caption>
+          The ${rangeText(range)}, newest first${runs.length > 200 ? ' (first 200)' : ''}
+        </caption>
+        <tr>
+          <th scope="col">started</th>
+          <th scope="col">outcome</th>
+          <th scope="col">duration</th>
+          <th scope="col">replica</th>
+          <th scope="col" class="wide">slot</th>
+        </tr>
+        ${rows}
+      </table>
+    </div>
+  </div>`;
   return page(
     context,
     name,
-    html`<h1 class="name">${name}</h1>${view.notice === undefined ? '' : html`<p role="status"><strong>${view.notice}</strong></p>`}
-<nav aria-label="Time range">Range:${ranges}</nav>${live}${controls(context, name, lock)}
-${/* PLACEHOLDER(#17 operator controls): the audit of control changes (who paused, resumed, triggered, unlocked, when, why) goes here. */ ''}`,
+    html`<h1 class="name">${name}</h1>
+      ${view.notice === undefined ? '' : html`<p role="status"><strong>${view.notice}</strong></p>`}
+      <nav aria-label="Time range">Range:${ranges}</nav>
+      ${live}${controls(context, name, lock)}
+      ${/* PLACEHOLDER(#17 operator controls): the audit of control changes (who paused, resumed, triggered, unlocked, when, why) goes here. */ ''}`,
   );
 }
 
 /** The job's controls, only for a request that may use them (a CSRF token was issued). */
 function controls(context: PageContext, name: string, lock: LockRecord | undefined): Html {
   if (context.csrfToken === undefined) return html``;
-  const token = html`<input type="hidden" name="${CSRF_FIELD}" value="${context.csrfToken}">`;
-  return html`<section aria-labelledby="controls"><h2 id="controls">Controls</h2>
-${/* PLACEHOLDER(#17 operator controls): pause (with until and reason), resume and trigger forms go here, each a POST with the CSRF token like unlock. */ ''}
-<form method="post" action="${context.base}/job/unlock">${token}<input type="hidden" name="job" value="${name}">
-<p><label for="unlock-confirm"><input type="checkbox" id="unlock-confirm" name="confirm" value="yes" required> The process holding this lock is gone (if it is alive, its run and the next can overlap)</label></p>
-<button type="submit"${lock?.state === 'held' ? '' : html` disabled aria-describedby="unlock-why"`}>Unlock</button>${lock?.state === 'held' ? '' : html` <span id="unlock-why">(the lock is free)</span>`}
-</form></section>`;
+  const token = html`<input type="hidden" name="${CSRF_FIELD}" value="${context.csrfToken}" />`;
+  return html`<section aria-labelledby="controls">
+    <h2 id="controls">Controls</h2>
+    ${/* PLACEHOLDER(#17 operator controls): pause (with until and reason), resume and trigger forms go here, each a POST with the CSRF token like unlock. */ ''}
+    <form method="post" action="${context.base}/job/unlock">
+      ${token}<input type="hidden" name="job" value="${name}" />
+      <p>
+        <label for="unlock-confirm"
+          ><input type="checkbox" id="unlock-confirm" name="confirm" value="yes" required /> The process holding this
+          lock is gone (if it is alive, its run and the next can overlap)</label
+        >
+      </p>
+      <button type="submit" ${lock?.state === 'held' ? '' : html` disabled aria-describedby="unlock-why"`}>
+        Unlock</button
+      >${lock?.state === 'held' ? '' : html` <span id="unlock-why">(the lock is free)</span>`}
+    </form>
+  </section>`;
 }

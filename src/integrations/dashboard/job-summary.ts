@@ -26,7 +26,8 @@ export function stateBadge(state: JobState): Html {
 /** An outcome as a coloured badge with its shape and its word. */
 export function outcomeBadge(status: RunStatus, overran = false): Html {
   const outcome = OUTCOMES[status];
-  return html`<span class="badge ${status}">${outcome.symbol} ${outcome.label}</span>${overran ? html` <span class="overran">⚠ overran</span>` : ''}`;
+  return html`<span class="badge ${status}">${outcome.symbol} ${outcome.label}</span
+    >${overran ? html` <span class="overran">⚠ overran</span>` : ''}`;
 }
 
 /** The job's last runs as a strip of small marks, oldest first, each with its shape and a title. */
@@ -39,7 +40,13 @@ export function runStrip(runs: readonly RunRecord[]): Html {
     const title = `${outcome.label}${run.overran ? ', overran' : ''}, ${run.startedAt.toISOString()}, ${formatDuration(run.durationMs)}, on ${run.lockedBy}`;
     return html`<span class="${run.status}" title="${title}">${run.overran ? '⚠' : outcome.symbol}</span>`;
   });
-  return html`<div class="strip" role="img" aria-label="${`last ${runs.length} runs, oldest first: ${summary || 'none'}`}">${marks}</div>`;
+  return html`<div
+    class="strip"
+    role="img"
+    aria-label="${`last ${runs.length} runs, oldest first: ${summary || 'none'}`}"
+  >
+    ${marks}
+  </div>`;
 }
 
 /** Doctor's diagnosis of the runs shown (not skips), and a fix for each problem. */
@@ -58,7 +65,10 @@ export function problemList(diagnosis: JobDiagnosis): Html {
   const items = diagnosis.problems.map((problem) => {
     let fix = 'see docs/operations in the README';
     if (/lockAtMostFor|overran/.test(problem)) {
-      fix = suggested === null ? 'raise lockAtMostFor above the longest run' : `raise lockAtMostFor to about ${formatDuration(suggested)}`;
+      fix =
+        suggested === null
+          ? 'raise lockAtMostFor above the longest run'
+          : `raise lockAtMostFor to about ${formatDuration(suggested)}`;
     } else if (problem.includes('abandoned')) {
       fix = "a replica died or overran while running it: read that replica's logs (the run's page names it)";
     } else if (problem.includes("still 'running'")) {
@@ -66,7 +76,9 @@ export function problemList(diagnosis: JobDiagnosis): Html {
     } else if (problem.includes('before its time')) {
       fix = "sync the replicas' clocks with NTP";
     }
-    return html`<li><span class="problem">⚠ ${problem}</span><br><span class="fix">Fix: ${fix}</span></li>`;
+    return html`<li><span class="problem">⚠ ${problem}</span><br /><span class="fix">Fix: ${fix}</span></li>`;
   });
-  return html`<ul>${items}</ul>`;
+  return html`<ul>
+    ${items}
+  </ul>`;
 }

@@ -48,11 +48,27 @@ var s=document.getElementById('updated');if(s)s.textContent='updated '+new Date(
 export function page(context: PageContext, title: string, content: Html): Html {
   const { base } = context;
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · cronguard</title><style nonce="${context.nonce}">${new Html(STYLE)}</style></head>
-<body><header><strong>cronguard</strong><nav aria-label="Dashboard"><a href="${base}/">Overview</a> · <a href="${base}/locks">Locks</a></nav>
-<span id="updated" aria-live="off">live: refreshes every ${REFRESH_SECONDS} s</span></header>
-<main>${content}
-<noscript><p class="fix">JavaScript is off: reload the page to see new runs.</p></noscript></main>
-<script nonce="${context.nonce}">${new Html(SCRIPT)}</script></body></html>`;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title} · cronguard</title>
+        <style nonce="${context.nonce}">
+          ${new Html(STYLE)}
+        </style>
+      </head>
+      <body>
+        <header>
+          <strong>cronguard</strong>
+          <nav aria-label="Dashboard"><a href="${base}/">Overview</a> · <a href="${base}/locks">Locks</a></nav>
+          <span id="updated" aria-live="off">live: refreshes every ${REFRESH_SECONDS} s</span>
+        </header>
+        <main>
+          ${content} <noscript><p class="fix">JavaScript is off: reload the page to see new runs.</p></noscript>
+        </main>
+        <script nonce="${context.nonce}">
+          ${new Html(SCRIPT)};
+        </script>
+      </body>
+    </html>`;
 }

@@ -56,10 +56,24 @@ export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: 
   const ticks = Array.from({ length: 7 }, (_, index) => {
     const time = from.getTime() + (span * index) / 6;
     const iso = new Date(time).toISOString();
-    const label = span > 2 * 86_400_000 ? iso.slice(5, 16).replace('T', ' ') : span > 600_000 ? iso.slice(11, 16) : span > 10_000 ? iso.slice(11, 19) : iso.slice(11, 23);
+    const label =
+      span > 2 * 86_400_000
+        ? iso.slice(5, 16).replace('T', ' ')
+        : span > 600_000
+          ? iso.slice(11, 16)
+          : span > 10_000
+            ? iso.slice(11, 19)
+            : iso.slice(11, 23);
     const position = (index / 6) * WIDTH;
     const anchor = index === 0 ? 'start' : index === 6 ? 'end' : 'middle';
-    return html`<line x1="${position}" x2="${position}" y1="${AXIS - 4}" y2="${height}" stroke="#d0d7de"/><text x="${position}" y="14" font-size="12" text-anchor="${anchor}" fill="#57606a">${label}</text>`;
+    return html`<line x1="${position}" x2="${position}" y1="${AXIS - 4}" y2="${height}" stroke="#d0d7de" /><text
+        x="${position}"
+        y="14"
+        font-size="12"
+        text-anchor="${anchor}"
+        fill="#57606a"
+        >${label}</text
+      >`;
   });
   const drawn = bars.map((bar) => {
     const { run } = bar;
@@ -67,13 +81,26 @@ export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: 
     const width = Math.max(3, x(bar.end) - left);
     const top = AXIS + bar.lane * LANE;
     const outcome = OUTCOMES[run.status];
-    const notes = [run.overran ? 'overran its lock' : '', bar.overlaps ? 'overlapped another run' : ''].filter(Boolean).join(', ');
+    const notes = [run.overran ? 'overran its lock' : '', bar.overlaps ? 'overlapped another run' : '']
+      .filter(Boolean)
+      .join(', ');
     const label = `${outcome.label}${notes === '' ? '' : ` (${notes})`}: started ${run.startedAt.toISOString()}, ${formatDuration(run.durationMs)}, on replica ${run.lockedBy}`;
     const lockEnd = run.overran && run.lockUntil !== null ? x(run.lockUntil.getTime()) : undefined;
-    return html`<a href="${base}/run?id=${segment(run.id)}" aria-label="${label}"><title>${label}</title>
-<rect x="${left}" y="${top}" width="${width}" height="${LANE - 6}" fill="${COLOURS[run.status]}"${run.overran || bar.overlaps ? html` stroke="#cf222e" stroke-width="3" stroke-dasharray="${bar.overlaps ? '6 3' : 'none'}"` : ''}/>
-${lockEnd === undefined ? '' : html`<line x1="${lockEnd}" x2="${lockEnd}" y1="${top - 2}" y2="${top + LANE - 4}" stroke="#000" stroke-width="2"/>`}
-${notes === '' ? '' : html`<text x="${left + width + 75 > WIDTH ? left - 3 : left + width + 3}" y="${top + 15}" font-size="12" fill="#cf222e" text-anchor="${left + width + 75 > WIDTH ? 'end' : 'start'}">⚠ ${run.overran ? 'overran' : 'overlap'}</text>`}</a>`;
+    return html`<a href="${base}/run?id=${segment(run.id)}" aria-label="${label}"
+      ><title>${label}</title>
+      <rect
+        x="${left}"
+        y="${top}"
+        width="${width}"
+        height="${LANE - 6}"
+        fill="${COLOURS[run.status]}"
+        ${run.overran || bar.overlaps ? html` stroke="#cf222e" stroke-width="3" stroke-dasharray="${bar.overlaps ? '6 3' : 'none'}"` : ''}
+      />
+      ${lockEnd === undefined ? '' : html`<line x1="${lockEnd}" x2="${lockEnd}" y1="${top - 2}" y2="${top + LANE - 4}" stroke="#000" stroke-width="2" />`}
+      ${notes === '' ? '' : html`<text x="${left + width + 75 > WIDTH ? left - 3 : left + width + 3}" y="${top + 15}" font-size="12" fill="#cf222e" text-anchor="${left + width + 75 > WIDTH ? 'end' : 'start'}">⚠ ${run.overran ? 'overran' : 'overlap'}</text>`}</a
+    >`;
   });
-  return html`<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Runs on a time axis">${ticks}${drawn}</svg>`;
+  return html`<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Runs on a time axis">
+    ${ticks}${drawn}
+  </svg>`;
 }
