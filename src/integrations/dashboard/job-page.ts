@@ -137,20 +137,17 @@ export function jobPage(context: PageContext, view: JobView): Html {
 function controls(context: PageContext, name: string, lock: LockRecord | undefined): Html {
   if (context.csrfToken === undefined) return html``;
   const token = html`<input type="hidden" name="${CSRF_FIELD}" value="${context.csrfToken}" />`;
+  // Formatted by hand: one line per control, each label's text whole.
+  // prettier-ignore
   return html`<section aria-labelledby="controls">
     <h2 id="controls">Controls</h2>
     ${/* PLACEHOLDER(#17 operator controls): pause (with until and reason), resume and trigger forms go here, each a POST with the CSRF token like unlock. */ ''}
     <form method="post" action="${context.base}/job/unlock">
       ${token}<input type="hidden" name="job" value="${name}" />
-      <p>
-        <label for="unlock-confirm"
-          ><input type="checkbox" id="unlock-confirm" name="confirm" value="yes" required /> The process holding this
-          lock is gone (if it is alive, its run and the next can overlap)</label
-        >
-      </p>
-      <button type="submit" ${lock?.state === 'held' ? '' : html` disabled aria-describedby="unlock-why"`}>
-        Unlock</button
-      >${lock?.state === 'held' ? '' : html` <span id="unlock-why">(the lock is free)</span>`}
+      <p><label for="unlock-confirm"><input type="checkbox" id="unlock-confirm" name="confirm" value="yes" required />
+        The process holding this lock is gone (if it is alive, its run and the next can overlap)</label></p>
+      <button type="submit" ${lock?.state === 'held' ? '' : html` disabled aria-describedby="unlock-why"`}>Unlock</button>
+      ${lock?.state === 'held' ? '' : html`<span id="unlock-why">(the lock is free)</span>`}
     </form>
   </section>`;
 }
