@@ -1,8 +1,9 @@
 // Mounting the dashboard: at the root and under a basePath in node:http, under a connect-style
-// app (what Express's app.use(path, handler) does), its options checked up front, and the
+// app and a real Express 5 app (app.use(path, handler)), its options checked up front, and the
 // `cronguard dashboard` command. The pages themselves are driven in dashboard-browser.test.ts.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import express from 'express';
 import { describe, expect, it } from 'vitest';
 import type { Guard } from '../src/index.js';
 import { connectStyleApp, seedHistory, serve } from './support/dashboard.js';
@@ -57,6 +58,18 @@ describe('dashboard mounting', () => {
     await crawl(url, '/ops/cron/locks', '/ops/cron');
     expect((await fetch(`${url}/`)).status).toBe(404);
     expect((await fetch(`${url}/ops/cronx`)).status).toBe(404);
+  }, 30_000);
+
+  it('mounts in a real Express app under app.use(path): links carry the mount path, other paths go to the app', async () => {
+    const app = express();
+    app.use('/admin/cronguard', (await seeded()).dashboard());
+    app.use((_req, res) => void res.status(404).type('text/plain').send('the app’s own 404'));
+    const url = await serve(app);
+    await crawl(url, '/admin/cronguard/', '/admin/cronguard');
+    await crawl(url, '/admin/cronguard/locks', '/admin/cronguard');
+    const missing = await fetch(`${url}/admin/cronguard/nope`);
+    expect([missing.status, await missing.text()]).toEqual([404, 'the app’s own 404']);
+    expect((await fetch(`${url}/elsewhere`)).status).toBe(404);
   }, 30_000);
 
   it('mounts connect-style (Express app.use): links carry the mount path, other paths go to next()', async () => {
