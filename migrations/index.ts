@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import { createLocksTable } from './001-create-locks.js';
 import { createRunsTable } from './002-create-runs.js';
+import { operatorControls } from './004-operator-controls.js';
 import type { MigrationContext } from './context.js';
 
 export type { MigrationContext } from './context.js';
@@ -13,5 +14,6 @@ export function cronguardMigrations(context: MigrationContext): Record<string, M
   return {
     '001_create_locks': createLocksTable(context),
     '002_create_runs': createRunsTable(context),
+    '004_operator_controls': operatorControls(context),
   };
 }

@@ -10,6 +10,8 @@ export interface TableNames {
   readonly schema: string | undefined;
   readonly locks: string;
   readonly runs: string;
+  /** The audit of operator controls (pause, resume, trigger). */
+  readonly controls: string;
   readonly migrations: string;
   readonly migrationLock: string;
 }

@@ -31,6 +31,7 @@ function namesFor(schema: string | undefined, prefix: string): TableNames {
     schema,
     locks: `${prefix}locks`,
     runs: `${prefix}runs`,
+    controls: `${prefix}controls`,
     migrations: `${prefix}migrations`,
     migrationLock: `${prefix}migrations_lock`,
   };
