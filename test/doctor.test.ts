@@ -21,6 +21,7 @@ function run(hoursAgo: number, changes: Partial<RunRecord> = {}): RunRecord {
     lockUntil: new Date(startedAt.getTime() + 60_000),
     overran: false,
     error: null,
+    triggeredBy: null,
     ...changes,
   };
 }

@@ -48,6 +48,7 @@ export function createHistoryReader(db: Kysely<unknown>, dialect: Dialect, table
       `${reads.time('lock_until')} AS lock_until`,
       'overran',
       'error',
+      'triggered_by',
     ].join(', '),
   );
 

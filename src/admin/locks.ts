@@ -16,6 +16,10 @@ export interface LockRecord {
   readonly remainingMs: number;
   /** An execution holds it and has not released it (false while only lockAtLeastFor keeps it). */
   readonly running: boolean;
+  /** The operator's pause in force (`guard.pause`), or null; a pause whose `until` has passed is null. */
+  readonly paused: { readonly until: Date | null; readonly reason: string | null; readonly by: string; readonly at: Date } | null;
+  /** A "run now" request no replica has run yet (`guard.trigger`), or null. */
+  readonly pendingTrigger: { readonly by: string; readonly at: Date; readonly force: boolean } | null;
 }
 
 interface LockRow {
@@ -25,6 +29,15 @@ interface LockRow {
   lock_until: Date | string;
   remaining_ms: number | string;
   token: string | null;
+  paused_now: number | string | boolean;
+  paused_until: Date | string | null;
+  paused_reason: string | null;
+  paused_by: string | null;
+  paused_at: Date | string | null;
+  trigger_id: string | null;
+  trigger_by: string | null;
+  trigger_at: Date | string | null;
+  trigger_force: boolean | number | null;
 }
 
 export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
@@ -38,6 +51,16 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
       `${reads.time('lock_until')} AS lock_until`,
       `${reads.millisecondsUntil('lock_until')} AS remaining_ms`,
       'token',
+      // Whether the pause is in force, on the database's clock, as the acquire statements decide it.
+      `CASE WHEN paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > ${reads.now}) THEN 1 ELSE 0 END AS paused_now`,
+      `${reads.time('paused_until')} AS paused_until`,
+      'paused_reason',
+      'paused_by',
+      `${reads.time('paused_at')} AS paused_at`,
+      'trigger_id',
+      'trigger_by',
+      `${reads.time('trigger_at')} AS trigger_at`,
+      'trigger_force',
     ].join(', '),
   );
   // Frees a lock by hand: expires it now, on the database's clock. The token stays, so that the
@@ -66,6 +89,17 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
           lockUntil: toDate(row.lock_until),
           remainingMs: Math.max(remaining, 0),
           running: row.token !== null && remaining > 0,
+          paused:
+            Number(row.paused_now) === 1 && row.paused_at !== null
+              ? {
+                  until: row.paused_until === null ? null : toDate(row.paused_until),
+                  reason: row.paused_reason,
+                  by: row.paused_by ?? '',
+                  at: toDate(row.paused_at),
+                }
+              : null,
+          pendingTrigger:
+            row.trigger_id === null || row.trigger_at === null ? null : { by: row.trigger_by ?? '', at: toDate(row.trigger_at), force: Boolean(Number(row.trigger_force)) },
         };
       });
     },

@@ -30,6 +30,8 @@ export interface RunRecord {
    * characters, NUL and lone surrogates replaced by U+FFFD.
    */
   readonly error: string | null;
+  /** Who asked for this run by hand (`guard.trigger`, `cronguard trigger`); null for a run its schedule or a call started. */
+  readonly triggeredBy: string | null;
 }
 
 /** A row of `<prefix>runs` as the drivers return it, with the columns aliased as below. */
@@ -46,6 +48,7 @@ export interface RunRow {
   lock_until: Date | string | null;
   overran: boolean | number;
   error: string | null;
+  triggered_by: string | null;
 }
 
 export function toRunRecord(row: RunRow): RunRecord {
@@ -62,6 +65,7 @@ export function toRunRecord(row: RunRow): RunRecord {
     lockUntil: toDateOrNull(row.lock_until),
     overran: Boolean(Number(row.overran)),
     error: row.error,
+    triggeredBy: row.triggered_by ?? null,
   };
 }
 

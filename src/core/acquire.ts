@@ -4,7 +4,7 @@ import type { ExecuteEnvironment, HeldLock } from './environment.js';
 import { GuardError, messageOf } from './errors.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock } from './release.js';
-import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
+import { SKIPPED_LOCKED, SKIPPED_PAUSED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 /** After this many acquireTimeouts, an acquire that never answered no longer holds back the next one. */
@@ -17,7 +17,12 @@ const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: '
  * is a skip with reason 'error' (fail closed, never run unguarded), reported to the logger and as
  * an `error` event.
  */
-export async function acquireLock(environment: ExecuteEnvironment, job: ResolvedJob, slot: Date | null): Promise<HeldLock | Skip> {
+export async function acquireLock(
+  environment: ExecuteEnvironment,
+  job: ResolvedJob,
+  slot: Date | null,
+  trigger?: AcquireRequest['trigger'],
+): Promise<HeldLock | Skip> {
   const pending = environment.pendingAcquires.get(job.name);
   // An acquire that has not answered for ten times acquireTimeout may never answer (a server that
   // vanished without closing the connection): past that, one fresh acquire may go out, so that a
@@ -29,6 +34,7 @@ export async function acquireLock(environment: ExecuteEnvironment, job: Resolved
     lockedBy: environment.lockedBy,
     slot,
     expectFree: !waitForPending && environment.releasedLocks.takeExpectFree(job.name),
+    ...(trigger === undefined ? {} : { trigger }),
   };
   if (waitForPending) {
     // Another execution of this job in this process is taking the lock: whatever it gets, this
@@ -96,11 +102,13 @@ async function skipped(
   environment: ExecuteEnvironment,
   job: ResolvedJob,
   request: AcquireRequest,
-  reason: 'locked' | 'slot-done',
+  reason: 'locked' | 'slot-done' | 'paused',
   { record }: { record: boolean } = { record: true },
 ): Promise<Skip> {
   if (record && environment.recordSkips) await recordSkip(environment, job, request);
   if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot: request.slot, reason });
+  // A pause is a result like the others: an event, never a log line per tick.
+  if (reason === 'paused') return SKIPPED_PAUSED;
   return reason === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
 }
 

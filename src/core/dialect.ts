@@ -29,10 +29,20 @@ export interface AcquireRequest {
    * that loses is followed by whatever the store needs to say why (and to find a row deleted by hand).
    */
   readonly expectFree: boolean;
+  /**
+   * A pending "run now" request this execution answers (`guard.trigger`): the take then also
+   * requires and clears the lock row's `trigger_id`, so that exactly one replica runs it, ignores
+   * the slot watermark (a manual run has no slot), and with `force` ignores a pause. Absent for
+   * every other execution.
+   */
+  readonly trigger?: { readonly id: string; readonly force: boolean };
 }
 
-/** `slot-done`: the lock was free, but this slot (or a later one) already ran. */
-export type AcquireOutcome = 'acquired' | 'locked' | 'slot-done';
+/**
+ * `slot-done`: the lock was free, but this slot (or a later one) already ran. `paused`: an operator
+ * paused the job (`guard.pause`), and the pause has not lifted.
+ */
+export type AcquireOutcome = 'acquired' | 'locked' | 'slot-done' | 'paused';
 
 /** How an execution ended, for its history row. */
 export interface RunOutcome {
@@ -170,6 +180,17 @@ export interface Dialect<Native = unknown> {
    * without Kysely).
    */
   open(url: string, settings: OpenSettings): { db: Kysely<unknown>; native: Native; close?: () => Promise<void> };
+  /**
+   * Tells the replicas at once that a "run now" request is pending for `job` (PostgreSQL: NOTIFY),
+   * so that they need not wait for their next poll. Absent where the database has no such channel.
+   */
+  notifyTrigger?(db: Kysely<unknown>, tables: TableNames, job: string): Promise<void>;
+  /**
+   * Listens for `notifyTrigger` on a connection of its own, taken from the driver's pool
+   * (`native`); resolves with a function that stops listening, or undefined when it cannot listen
+   * (no pool of the guard's). `lost` is called once if the connection drops.
+   */
+  listenForTriggers?(native: Native | undefined, tables: TableNames, onRequest: () => void, lost: (error: unknown) => void): Promise<(() => Promise<void>) | undefined>;
 }
 
 /**

@@ -27,6 +27,8 @@ export type GuardErrorCode =
   | 'LOCK_LOST'
   /** An extend of the lock failed (the database did not answer in time, or errored). */
   | 'EXTEND_FAILED'
+  /** `guard.trigger` on a paused job without `force`: nothing was requested. */
+  | 'JOB_PAUSED'
   /**
    * The reason of `ctx.signal` once the execution has ended (its job returned or threw, and its
    * lock is being or has been given back): for timers and promises the job left behind. Also what

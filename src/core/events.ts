@@ -7,7 +7,7 @@ import type { SkipReason } from './run-result.js';
 export interface GuardEventMap {
   /** An execution took its job's lock. */
   acquired: [{ job: string; runId: string; slot: Date | null }];
-  /** An execution did not run: `locked`, `slot-done`, or `error` (with the error). */
+  /** An execution did not run: `locked`, `slot-done`, `paused`, or `error` (with the error). */
   skipped: [{ job: string; slot: Date | null; reason: SkipReason; error?: GuardError }];
   /** A job returned. */
   succeeded: [{ job: string; runId: string; durationMs: number }];

@@ -1,7 +1,7 @@
 import { acquireLock, isHeld } from './acquire.js';
 import { isCancellation } from './cancellation.js';
 import { executionStorage } from './current-execution.js';
-import type { RunOutcome } from './dialect.js';
+import type { AcquireRequest, RunOutcome } from './dialect.js';
 import type { ExecuteEnvironment, HeldLock } from './environment.js';
 import { errorText, storableText } from './error-text.js';
 import { GuardError, messageOf } from './errors.js';
@@ -24,8 +24,9 @@ export async function execute<T>(
   job: ResolvedJob,
   fn: JobFunction<T>,
   slot: Date | null = null,
+  trigger?: AcquireRequest['trigger'],
 ): Promise<RunResult<Awaited<T>>> {
-  const held = await acquireLock(environment, job, slot);
+  const held = await acquireLock(environment, job, slot, trigger);
   if (!isHeld(held)) return held;
   const execution = new Execution(job, held.request.token, slot, held.acquireSentAt, extendHooks(environment, held));
   environment.running.add(execution);

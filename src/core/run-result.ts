@@ -2,9 +2,10 @@ import type { GuardError } from './errors.js';
 
 /**
  * Why a run did not execute: another execution holds the lock (`locked`), this scheduled slot or a
- * later one already ran (`slot-done`), or the guard could not decide (`error`).
+ * later one already ran (`slot-done`), an operator paused the job (`paused`), or the guard could
+ * not decide (`error`).
  */
-export type SkipReason = 'locked' | 'slot-done' | 'error';
+export type SkipReason = 'locked' | 'slot-done' | 'paused' | 'error';
 
 /**
  * The outcome of `guard.run`. A skip is a normal outcome, not an exception: N−1 replicas skip
@@ -13,7 +14,7 @@ export type SkipReason = 'locked' | 'slot-done' | 'error';
  */
 export type RunResult<T> =
   | { readonly executed: true; readonly value: T }
-  | { readonly executed: false; readonly reason: 'locked' | 'slot-done' }
+  | { readonly executed: false; readonly reason: 'locked' | 'slot-done' | 'paused' }
   | { readonly executed: false; readonly reason: 'error'; readonly error: GuardError };
 
 /** A skip, as `guard.run` resolves it. */
@@ -21,3 +22,4 @@ export type Skip = Extract<RunResult<never>, { executed: false }>;
 
 export const SKIPPED_LOCKED: Skip = Object.freeze({ executed: false, reason: 'locked' });
 export const SKIPPED_SLOT_DONE: Skip = Object.freeze({ executed: false, reason: 'slot-done' });
+export const SKIPPED_PAUSED: Skip = Object.freeze({ executed: false, reason: 'paused' });

@@ -31,6 +31,13 @@ interface TakeValues extends SlotOfJob, TokenOfJob {
   readonly lockedBy: string;
 }
 
+/** A manual run's take (guard.trigger): the pending request's id instead of a slot. */
+interface TriggerValues extends TokenOfJob {
+  readonly lockAtMostForMicros: number;
+  readonly lockedBy: string;
+  readonly triggerId: string;
+}
+
 interface StartValues extends SlotOfJob, TokenOfJob {
   readonly lockAtMostForMs: number;
 }
@@ -74,7 +81,12 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { 
   // UPDATE's row lock, and with the reason (held, or this slot or a later one already ran). It only
   // says no when the acquire would at that instant; a lock that looks free still goes through the
   // UPDATE or INSERT below, which alone decide. No row: the job's first acquire anywhere.
-  const probeSql = acquireStatement<SlotOfJob>(`SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
+  // The operator's pause (guard.pause) is read from the same row, in the probe and in the take:
+  // a paused job's attempt stays one read that writes nothing, an unpaused one pays one column test.
+  const notPaused = `(paused_at IS NULL OR paused_until <= UTC_TIMESTAMP(3))`;
+  const pausedNow = `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > UTC_TIMESTAMP(3))`;
+  const probeSql = acquireStatement<SlotOfJob>(`SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done'
+              WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
   FROM ${locks} WHERE name = :name`);
 
   // Acquire, when the probe found the row free: one UPDATE that takes the row only when it has expired. MySQL has no
@@ -90,9 +102,22 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { 
   const takeSql = acquireStatement<TakeValues>(`UPDATE ${locks}
    SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL :lockAtMostForMicros MICROSECOND,
        locked_at = UTC_TIMESTAMP(3), locked_by = :lockedBy, token = :token, last_slot = COALESCE(:slot, last_slot)
- WHERE name = :name AND lock_until <= UTC_TIMESTAMP(3) AND (:slot IS NULL OR last_slot IS NULL OR last_slot < :slot)`);
+ WHERE name = :name AND lock_until <= UTC_TIMESTAMP(3) AND ${notPaused} AND (:slot IS NULL OR last_slot IS NULL OR last_slot < :slot)`);
   // For a scheduled loser of the take after the probe found the row free: why it lost. Unscheduled losers skip it.
-  const lossSql = acquireStatement<SlotOfJob>(`SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = :name`);
+  const lossSql = acquireStatement<SlotOfJob>(
+    `SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = :name`,
+  );
+  // A manual run (guard.trigger): the take also requires the pending request's id and clears it
+  // (assigned last, after the WHERE has matched it), so of all the replicas that saw the request
+  // exactly one runs it. No slot: the watermark is left as it is. Forced, it ignores the pause.
+  // A loser matches nothing, writes nothing, and asks again later.
+  const triggerSqlOf = (force: boolean): NamedStatement<TriggerValues> =>
+    acquireStatement<TriggerValues>(`UPDATE ${locks}
+   SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL :lockAtMostForMicros MICROSECOND,
+       locked_at = UTC_TIMESTAMP(3), locked_by = :lockedBy, token = :token, trigger_id = NULL
+ WHERE name = :name AND lock_until <= UTC_TIMESTAMP(3) AND trigger_id = :triggerId${force ? '' : ` AND ${notPaused}`}`);
+  const triggerSql = triggerSqlOf(false);
+  const forcedTriggerSql = triggerSqlOf(true);
 
   // Acquire, when the probe found no row: a plain INSERT, so that a concurrent creator gets a duplicate-key
   // error (a loss) while any other error (a name too long, a missing table) still surfaces.
@@ -208,7 +233,12 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
 
   return {
     synchronous: false,
-    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
+    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> {
+      if (trigger !== undefined) {
+        const values: TriggerValues = { name: job.name, lockAtMostForMicros: Math.round(job.lockAtMostForMs * 1_000), lockedBy, token, triggerId: trigger.id };
+        const taken = await execute(trigger.force ? forcedTriggerSql : triggerSql, values);
+        return taken.numAffectedRows === 1n ? start(job, token, null) : 'locked';
+      }
       const slotText = slot === null ? null : mysqlTime(slot);
       const values: TakeValues = { name: job.name, lockAtMostForMicros: Math.round(job.lockAtMostForMs * 1_000), lockedBy, token, slot: slotText };
       const take = async (): Promise<boolean> => (await execute(takeSql, values)).numAffectedRows === 1n;

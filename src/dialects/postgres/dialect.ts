@@ -6,6 +6,7 @@ import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
 import { isPostgresLockWaitTimeout, isPostgresMissingTable } from './driver-errors.js';
 import { postgresColumnTypes, postgresCurrentSchema } from './schema.js';
+import { listenPostgresTriggers, notifyPostgresTrigger } from './trigger-channel.js';
 
 export const postgresDialect: Dialect<pg.Pool> = {
   name: 'postgres',
@@ -22,4 +23,6 @@ export const postgresDialect: Dialect<pg.Pool> = {
   isMigrationRace: () => false,
   handles: postgresHandles,
   open: openPostgres,
+  notifyTrigger: notifyPostgresTrigger,
+  listenForTriggers: listenPostgresTriggers,
 };

@@ -20,6 +20,9 @@ interface AcquireValues {
   readonly lockTimeout: string;
 }
 
+/** A manual run's take (guard.trigger): the pending request's id instead of a slot. */
+type TriggerValues = Omit<AcquireValues, 'slot'> & { readonly triggerId: string };
+
 interface ReleaseValues {
   readonly name: string;
   readonly lockAtLeastForMs: number;
@@ -85,19 +88,27 @@ export function createPostgresLockStore(
   // re-planned without an ANALYZE), and a scan grows with the history.
   // With history, the winner's run row: marks abandoned the run it took over from, if that one
   // never released, and starts its own.
-  const startRun = `, abandoned AS (
+  const startRunOf = (slot: string): string => `, abandoned AS (
   UPDATE ${runs} SET status = 'abandoned'
     FROM won WHERE ${runs}.id = won.previous_token AND ${runs}.status = 'running'
      AND EXISTS (SELECT 1 FROM won WHERE previous_token IS NOT NULL)
 ), started AS (
   INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
-  SELECT :token, :name, :slot, 'running', :lockedBy, now(), :lockAtMostForMs, lock_until FROM won
+  SELECT :token, :name, ${slot}, 'running', :lockedBy, now(), :lockAtMostForMs, lock_until FROM won
 )`;
+  const startRun = startRunOf(':slot');
+  // The operator's pause (guard.pause), read from the row the statement looks at anyway: no
+  // extra statement, and for an unpaused job one more column test on that row. Checked in the
+  // probe (a paused job's attempt stays one read that writes nothing) and in every take (the
+  // probe only answers no; the take alone decides).
+  const notPaused = `(paused_at IS NULL OR paused_until <= now())`;
+  const pausedNow = `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > now())`;
   const acquireSql = statement<AcquireValues>(`WITH taken AS (
   UPDATE ${locks}
      SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token,
          last_slot = COALESCE(:slot, last_slot)
-   WHERE ${boundWait} AND name = :name AND lock_until <= now() AND (:slot::timestamptz IS NULL OR last_slot IS NULL OR last_slot < :slot)
+   WHERE ${boundWait} AND name = :name AND lock_until <= now() AND ${notPaused}
+     AND (:slot::timestamptz IS NULL OR last_slot IS NULL OR last_slot < :slot)
   RETURNING lock_until, previous_token
 ), inserted AS (
   INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
@@ -110,7 +121,7 @@ export function createPostgresLockStore(
 )${history ? startRun : ''}
 SELECT 'acquired' AS outcome FROM won
 UNION ALL
-SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END
+SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END
   FROM ${locks} WHERE name = :name AND NOT EXISTS (SELECT 1 FROM won)`);
   // The last branch only reads, for a loser: why it lost. It sees the row as the statement began.
 
@@ -119,7 +130,8 @@ SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END
   // none of the acquire's five parts. It only ever says no when the acquire would say no at that
   // instant (held, or this slot or a later one already ran); a lock that looks free still goes
   // through the acquire above, which alone decides, atomically.
-  const probeSql = statement<Pick<AcquireValues, 'name' | 'slot'>>(`SELECT CASE WHEN last_slot >= :slot::timestamptz THEN 'slot-done' WHEN lock_until > now() THEN 'locked' ELSE 'free' END AS state
+  const probeSql = statement<Pick<AcquireValues, 'name' | 'slot'>>(`SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot::timestamptz THEN 'slot-done'
+              WHEN lock_until > now() THEN 'locked' ELSE 'free' END AS state
   FROM ${locks} WHERE name = :name`);
 
   // Acquire without history, for a guard that released the lock itself (the row exists): the
@@ -128,8 +140,26 @@ SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END
   const takeSql = statement<AcquireValues>(`UPDATE ${locks}
    SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token,
        last_slot = COALESCE(:slot, last_slot)
- WHERE ${boundWait} AND name = :name AND lock_until <= now() AND (:slot::timestamptz IS NULL OR last_slot IS NULL OR last_slot < :slot)
+ WHERE ${boundWait} AND name = :name AND lock_until <= now() AND ${notPaused}
+   AND (:slot::timestamptz IS NULL OR last_slot IS NULL OR last_slot < :slot)
 RETURNING 1 AS taken`);
+
+  // A manual run (guard.trigger): the take also requires the pending request's id and clears it,
+  // so of all the replicas that saw the request exactly one runs it; the others match nothing and
+  // write nothing. No slot (null in its run row): the watermark is left as it is (a manual
+  // run neither moves it back nor uses up the next scheduled slot). Forced, it ignores the pause.
+  // The row exists (the request is on it), so there is no INSERT branch; a loser is 'locked' and
+  // asks again later.
+  const triggerSqlOf = (force: boolean) =>
+    statement<TriggerValues>(`WITH won AS (
+  UPDATE ${locks}
+     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token, trigger_id = NULL
+   WHERE ${boundWait} AND name = :name AND lock_until <= now() AND trigger_id = :triggerId${force ? '' : ` AND ${notPaused}`}
+  RETURNING lock_until, previous_token
+)${history ? startRunOf('NULL::timestamptz') : ''}
+SELECT 'acquired' AS outcome FROM won`);
+  const triggerSql = triggerSqlOf(false);
+  const forcedTriggerSql = triggerSqlOf(true);
 
   // Release: matched by the execution's token, never by locked_by (two processes on one host
   // share a host name). Keeps the lock until locked_at + lockAtLeastFor; clearing the token makes
@@ -178,7 +208,12 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, now(), now(), 0, :lockAtMost
   const acquireOutcome = async (values: AcquireValues): Promise<AcquireOutcome> =>
     (await query<{ outcome: AcquireOutcome }>(acquireSql.sql, acquireSql.parameters(values), { cancellable: true }))[0]?.outcome ?? 'locked';
 
-  const acquireOnce = async (job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> => {
+  const acquireOnce = async (job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> => {
+    if (trigger !== undefined) {
+      const take = trigger.force ? forcedTriggerSql : triggerSql;
+      const values: TriggerValues = { name: job.name, lockAtMostForMs: job.lockAtMostForMs, lockedBy, token, lockTimeout, triggerId: trigger.id };
+      return (await query<{ outcome: AcquireOutcome }>(take.sql, take.parameters(values), { cancellable: true }))[0]?.outcome ?? 'locked';
+    }
     const values: AcquireValues = { name: job.name, lockAtMostForMs: job.lockAtMostForMs, lockedBy, token, slot, lockTimeout };
     if (expectFree) {
       if (history) return acquireOutcome(values);

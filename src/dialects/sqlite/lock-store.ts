@@ -64,17 +64,33 @@ VALUES (:name, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lockAtMostFor), ${NOW}, :l
 ON CONFLICT (name) DO UPDATE
    SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
        locked_by = excluded.locked_by, token = excluded.token, last_slot = coalesce(excluded.last_slot, last_slot)
- WHERE lock_until <= excluded.locked_at
+ WHERE lock_until <= excluded.locked_at AND (paused_at IS NULL OR paused_until <= excluded.locked_at)
    AND (excluded.last_slot IS NULL OR last_slot IS NULL OR last_slot < excluded.last_slot)
 RETURNING lock_until, locked_at, previous_token`);
+  // The operator's pause (guard.pause) is read from the same row, in the probe and in the take
+  // above: a paused job's attempt stays one read outside any transaction, writing nothing.
+  const pausedNow = `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > ${NOW})`;
+  // A manual run (guard.trigger): the take also requires the pending request's id and clears it,
+  // so of all the processes that saw the request exactly one runs it. No slot: the watermark is
+  // left as it is. Forced, it ignores the pause. The row exists (the request is on it).
+  const triggerSqlOf = (force: boolean) =>
+    statement<TokenOfJob & { lockedBy: string; lockAtMostFor: string; triggerId: string }>(`UPDATE ${locks}
+   SET previous_token = token, lock_until = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lockAtMostFor), locked_at = ${NOW},
+       locked_by = :lockedBy, token = :token, trigger_id = NULL
+ WHERE name = :name AND lock_until <= ${NOW} AND trigger_id = :triggerId${force ? '' : ` AND (paused_at IS NULL OR paused_until <= ${NOW})`}
+RETURNING lock_until, locked_at, previous_token`);
+  const triggerSql = triggerSqlOf(false);
+  const forcedTriggerSql = triggerSqlOf(true);
   // The probe: a plain read of the lock row before the acquire's write transaction. Most attempts
   // lose, and this answers them without taking SQLite's one write lock, which every process on the
   // file would otherwise queue for. It only says no when the acquire would at that instant; a lock
   // that looks free still goes through the upsert, which alone decides.
-  const probeSql = statement<SlotOfJob>(`SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' WHEN lock_until > ${NOW} THEN 'locked' ELSE 'free' END AS state
+  const probeSql = statement<SlotOfJob>(`SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done' WHEN lock_until > ${NOW} THEN 'locked' ELSE 'free' END AS state
   FROM ${locks} WHERE name = :name`);
   // For a loser: why it lost (read in the same transaction, so it is the row the upsert saw).
-  const lossSql = statement<SlotOfJob>(`SELECT CASE WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = :name`);
+  const lossSql = statement<SlotOfJob>(
+    `SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = :name`,
+  );
   // The run the winner took over from never released: its process died or overran.
   const abandonSql = statement<{ previousToken: string }>(`UPDATE ${runs} SET status = 'abandoned' WHERE id = :previousToken AND status = 'running'`);
   const startSql = statement<RunValues & { startedAt: string; lockUntil: string }>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
@@ -107,17 +123,23 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
 
   return {
     synchronous: runner.synchronous,
-    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree }: AcquireRequest): Promise<AcquireOutcome> {
+    async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
-      if (!expectFree) {
+      if (!expectFree && trigger === undefined) {
         const probe = (await runner.execute(call(probeSql, { name: job.name, slot: slotText }))).rows[0] as { state: AcquireOutcome | 'free' } | undefined;
         if (probe !== undefined && probe.state !== 'free') return probe.state;
       }
       return transaction(function* (): TransactionBody<AcquireOutcome> {
-        const taken = yield call(acquireSql, { name: job.name, lockAtMostFor: plusSeconds(job.lockAtMostForMs), lockedBy, token, slot: slotText });
+        const lockAtMostFor = plusSeconds(job.lockAtMostForMs);
+        const taken =
+          trigger === undefined
+            ? yield call(acquireSql, { name: job.name, lockAtMostFor, lockedBy, token, slot: slotText })
+            : yield call(trigger.force ? forcedTriggerSql : triggerSql, { name: job.name, lockAtMostFor, lockedBy, token, triggerId: trigger.id });
         const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
         if (row === undefined) {
-          if (slotText === null) return 'locked';
+          // A manual run's loser asks again later; an unscheduled one that skipped the probe
+          // (expectFree) reads why here, so that a pause is reported as such.
+          if (trigger !== undefined || (slotText === null && !expectFree)) return 'locked';
           const loss = yield call(lossSql, { name: job.name, slot: slotText });
           return (loss.rows[0] as { outcome: AcquireOutcome } | undefined)?.outcome ?? 'locked';
         }

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { quotedTable } from '../dialects/common/quote.js';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import { GuardError } from '../core/errors.js';
+import { toDate } from './run-record.js';
+
+/** What a control change did, in the audit (`guard.controls`, `cronguard audit`). */
+export type ControlAction = 'pause' | 'resume' | 'trigger' | 'auto-pause';
+
+/** One row of `<prefix>controls`: who changed what on a job, when, and why. */
+export interface ControlRecord {
+  readonly id: string;
+  readonly job: string;
+  readonly action: ControlAction;
+  /** The guard's `lockedBy`, or the CLI's `--by`. */
+  readonly by: string;
+  readonly reason: string | null;
+  /** For a pause: when it lifts by itself (null: until resumed). */
+  readonly until: Date | null;
+  /** On the database's clock. */
+  readonly at: Date;
+}
+
+/** A job's pause, as the lock row holds it. */
+export interface PauseState {
+  /** When it lifts by itself; null: until `resume`. */
+  readonly until: Date | null;
+  readonly reason: string | null;
+  readonly by: string;
+  readonly at: Date;
+}
+
+/** A "run now" request waiting for a replica that schedules the job. */
+export interface PendingTrigger {
+  readonly job: string;
+  /** Matched and cleared by the one take that runs it. */
+  readonly id: string;
+  readonly by: string;
+  /** Runs even while the job is paused. */
+  readonly force: boolean;
+}
+
+/** A pause change, validated by the guard. */
+export interface PauseChange {
+  readonly job: string;
+  readonly by: string;
+  readonly reason: string | null;
+  /** An instant, or a duration from now on the database's clock; null: until resumed. */
+  readonly until: Date | { readonly afterMs: number } | null;
+}
+
+/**
+ * The operator controls' SQL: pause, resume and trigger requests on the lock row, the audit table,
+ * and the one poll a replica sends for pending requests. Admin writes, never on a job's hot path:
+ * the acquire statements of each dialect read the pause themselves.
+ */
+export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
+  const locks = sql.raw(quotedTable(tables, 'locks', dialect.quote));
+  const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
+  const controls = sql.raw(quotedTable(tables, 'controls', dialect.quote));
+  const reads = dialect.reads;
+  const now = sql.raw(reads.now);
+  const time = (column: string): RawBuilder<unknown> => sql.raw(reads.time(column));
+  // The same pause test as the acquire statements', on the database's clock.
+  const pausedNow = sql.raw(`paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > ${reads.now})`);
+
+  async function databaseNow(): Promise<Date> {
+    const { rows } = await sql<{ now: Date | string }>`SELECT ${time(reads.now)} AS now`.execute(db);
+    const value = rows[0]?.now;
+    if (value === undefined) throw new Error('the database returned no time');
+    return toDate(value);
+  }
+
+  async function audit(job: string, action: ControlAction, by: string, reason: string | null, until: Date | null): Promise<void> {
+    await sql`INSERT INTO ${controls} (id, job_name, action, actor, reason, pause_until, changed_at)
+      VALUES (${randomUUID()}, ${job}, ${action}, ${by}, ${reason}, ${until === null ? null : reads.timeParameter(until)}, ${now})`.execute(db);
+  }
+
+  async function rowExists(job: string): Promise<boolean> {
+    const { rows } = await sql`SELECT 1 AS found FROM ${locks} WHERE name = ${job}`.execute(db);
+    return rows.length > 0;
+  }
+
+  /**
+   * Changes a job's lock row, creating it (free, never run) when the job has none yet: a job can be
+   * paused, or asked to run, before its first deploy. An UPDATE first, then an INSERT; an INSERT
+   * that loses to a concurrent creator (a duplicate key, whatever the driver calls it) is followed
+   * by the UPDATE again.
+   */
+  async function onRow(job: string, update: () => Promise<bigint>, insert: () => Promise<unknown>): Promise<void> {
+    if ((await update()) > 0n) return;
+    try {
+      await insert();
+    } catch (error) {
+      if (!(await rowExists(job))) throw error;
+      await update();
+    }
+  }
+
+  async function pauseState(job: string): Promise<PauseState | undefined> {
+    // Aliases that are no keyword anywhere (BY, UNTIL, FORCE are, on one server or another).
+    const { rows } = await sql<{ paused_until: Date | string | null; paused_reason: string | null; paused_by: string; paused_at: Date | string }>`
+      SELECT ${time('paused_until')} AS paused_until, paused_reason, paused_by, ${time('paused_at')} AS paused_at
+        FROM ${locks} WHERE name = ${job} AND ${pausedNow}`.execute(db);
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return { until: row.paused_until === null ? null : toDate(row.paused_until), reason: row.paused_reason, by: row.paused_by, at: toDate(row.paused_at) };
+  }
+
+  return {
+    pauseState,
+
+    /** Pauses the job (replacing a pause in force), creating its lock row if it has none, and records it. */
+    async pause(change: PauseChange): Promise<PauseState> {
+      const { job, by, reason } = change;
+      const at = await databaseNow();
+      const until = change.until === null ? null : change.until instanceof Date ? change.until : new Date(at.getTime() + change.until.afterMs);
+      const untilValue = until === null ? null : reads.timeParameter(until);
+      const atValue = reads.timeParameter(at);
+      await onRow(
+        job,
+        async () =>
+          (await sql`UPDATE ${locks} SET paused_until = ${untilValue}, paused_reason = ${reason}, paused_by = ${by}, paused_at = ${atValue}
+            WHERE name = ${job}`.execute(db)).numAffectedRows ?? 0n,
+        // A row that was never taken: free now, no holder token, no slot run yet.
+        () =>
+          sql`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, paused_until, paused_reason, paused_by, paused_at)
+            VALUES (${job}, ${now}, ${now}, ${by}, ${untilValue}, ${reason}, ${by}, ${atValue})`.execute(db),
+      );
+      await audit(job, 'pause', by, reason, until);
+      return { until, reason, by, at };
+    },
+
+    /**
+     * Auto-pause: pauses the job (which has a row: it ran) only when no pause is in force, so that
+     * of several replicas counting the same failures one pauses and records it. True when this one did.
+     */
+    async autoPause(job: string, by: string, reason: string): Promise<boolean> {
+      const result = await sql`UPDATE ${locks} SET paused_until = NULL, paused_reason = ${reason}, paused_by = ${by}, paused_at = ${now}
+        WHERE name = ${job} AND NOT (${pausedNow})`.execute(db);
+      if ((result.numAffectedRows ?? 0n) === 0n) return false;
+      await audit(job, 'auto-pause', by, reason, null);
+      return true;
+    },
+
+    /** Lifts the job's pause, and records it. True when the job was paused. */
+    async resume(job: string, by: string, reason: string | null): Promise<boolean> {
+      const wasPaused = (await pauseState(job)) !== undefined;
+      await sql`UPDATE ${locks} SET paused_until = NULL, paused_reason = NULL, paused_by = NULL, paused_at = NULL
+        WHERE name = ${job} AND paused_at IS NOT NULL`.execute(db);
+      await audit(job, 'resume', by, reason, null);
+      return wasPaused;
+    },
+
+    /**
+     * Asks for one run now, on one replica that schedules the job; refused (JOB_PAUSED) while the
+     * job is paused unless forced. A request still pending is replaced: the job runs once.
+     */
+    async requestTrigger(job: string, by: string, force: boolean): Promise<string> {
+      if (!force && (await pauseState(job)) !== undefined) {
+        throw new GuardError('JOB_PAUSED', `Job "${job}" is paused, so it was not triggered; resume it first, or force the trigger`, { job });
+      }
+      const id = randomUUID();
+      // 1 and 0, not booleans: better-sqlite3 binds no boolean, and PostgreSQL reads '1' as true.
+      const forced = force ? 1 : 0;
+      await onRow(
+        job,
+        async () =>
+          (await sql`UPDATE ${locks} SET trigger_id = ${id}, trigger_by = ${by}, trigger_at = ${now}, trigger_force = ${forced}
+            WHERE name = ${job}`.execute(db)).numAffectedRows ?? 0n,
+        () =>
+          sql`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, trigger_id, trigger_by, trigger_at, trigger_force)
+            VALUES (${job}, ${now}, ${now}, ${by}, ${id}, ${by}, ${now}, ${forced})`.execute(db),
+      );
+      await audit(job, 'trigger', by, force ? 'forced' : null, null);
+      await dialect.notifyTrigger?.(db, tables, job);
+      return id;
+    },
+
+    /** Every pending request: the one statement a replica's poll sends, whatever its number of jobs. */
+    async pendingTriggers(): Promise<PendingTrigger[]> {
+      const { rows } = await sql<{ job: string; trigger_id: string; trigger_by: string; trigger_force: boolean | number | null }>`
+        SELECT ${sql.raw(reads.name('name'))} AS job, trigger_id, trigger_by, trigger_force
+          FROM ${locks} WHERE trigger_id IS NOT NULL`.execute(db);
+      return rows.map((row) => ({ job: row.job, id: row.trigger_id, by: row.trigger_by, force: Boolean(Number(row.trigger_force)) }));
+    },
+
+    /** Marks a run as a manual one, asked for by `by` (its history row, when history is on). */
+    async markManual(runId: string, by: string): Promise<void> {
+      await sql`UPDATE ${runs} SET triggered_by = ${by} WHERE id = ${runId}`.execute(db);
+    },
+
+    /** The statuses of the job's newest finished runs, newest first, for auto-pause. */
+    async latestOutcomes(job: string, limit: number): Promise<string[]> {
+      const { rows } = await sql<{ status: string }>`SELECT status FROM ${runs}
+        WHERE job_name = ${job} AND status IN ('succeeded', 'failed', 'cancelled', 'abandoned')
+        ORDER BY started_at DESC, id DESC LIMIT ${limit}`.execute(db);
+      return rows.map((row) => row.status);
+    },
+
+    /** The job's control changes, newest first. */
+    async audit(job: string, limit: number): Promise<ControlRecord[]> {
+      const { rows } = await sql<{ id: string; job: string; action: ControlAction; actor: string; reason: string | null; pause_until: Date | string | null; changed_at: Date | string }>`
+        SELECT id, ${sql.raw(reads.name('job_name'))} AS job, action, actor, reason, ${time('pause_until')} AS pause_until, ${time('changed_at')} AS changed_at
+          FROM ${controls} WHERE job_name = ${job} ORDER BY changed_at DESC, id DESC LIMIT ${limit}`.execute(db);
+      return rows.map((row) => ({
+        id: row.id,
+        job: row.job,
+        action: row.action,
+        by: row.actor,
+        reason: row.reason,
+        until: row.pause_until === null ? null : toDate(row.pause_until),
+        at: toDate(row.changed_at),
+      }));
+    },
+  };
+}
+
+export type ControlStore = ReturnType<typeof createControlStore>;
