@@ -25,3 +25,6 @@ export type { LockRecord } from './admin/locks.js';
 export type { JobDiagnosis } from './admin/doctor.js';
 export type { DashboardOptions, DashboardHandler } from './integrations/dashboard/dashboard-options.js';
 export type { GuardEventMap, GuardEventName } from './core/events.js';
+export type { OperatedGuard } from './guard/operated-guard.js';
+export type { PauseOptions, ResumeOptions, TriggerOptions } from './guard/guard-controls.js';
+export type { ControlAction, ControlRecord, PauseState } from './admin/controls.js';

@@ -30,6 +30,11 @@ export interface GuardEventMap {
   'lock-lost': [{ job: string; runId: string; during: 'extend' | 'release' }];
   /** A job ran past its lock's expiry: another execution may have overlapped it. */
   overran: [{ job: string; runId: string; durationMs: number; lockAtMostForMs: number }];
+  /**
+   * This guard paused a job (`guard.pause`, or `autoPause` after that many failed runs in a row:
+   * `auto` true): no replica starts it until `resume` or `until`.
+   */
+  paused: [{ job: string; by: string; reason: string | null; until: Date | null; auto: boolean }];
   /** A database failure of the guard itself (acquire, extend, release, history). */
   error: [{ job?: string; error: GuardError }];
 }

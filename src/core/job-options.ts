@@ -27,6 +27,13 @@ export interface JobOptions {
   cron?: string;
   /** The IANA time zone `cron` is read in (for `guard.schedule`, its expression). @default the process's time zone */
   timezone?: string;
+  /**
+   * Pauses the job on every replica after `afterFailures` consecutive failed runs (read from the
+   * run history, whichever replicas ran them), with a reason that says so, a `paused` event and one
+   * warning; `guard.resume` (or `cronguard resume`) lifts it. Needs the run history.
+   * @default off
+   */
+  autoPause?: { afterFailures: number };
 }
 
 /** Options of one `guard.run` call: the job, and the scheduled slot this call is for. */
@@ -61,6 +68,8 @@ export interface ResolvedJob {
   readonly keepAliveIntervalMs: number | undefined;
   /** The job's `cron` option: the slot a call claims; undefined without `cron`. */
   readonly cron: CronSlots | undefined;
+  /** `autoPause.afterFailures`, or undefined without auto-pause. */
+  readonly autoPauseAfterFailures: number | undefined;
 }
 
 /** Defaults after validation. */
@@ -136,7 +145,20 @@ export function resolveJob(options: JobOptions, defaults: ResolvedDefaults): Res
     stopMarginMs,
     keepAliveIntervalMs: resolveKeepAlive(options.keepAlive, name, lockAtMostForMs, stopMarginMs),
     cron: resolveCronSlots(options.cron, options.timezone, name),
+    autoPauseAfterFailures: resolveAutoPause(options.autoPause, name),
   };
+}
+
+/** At most this many failures in a row before an auto-pause: the history read stays one small page. */
+const MAX_AUTO_PAUSE_FAILURES = 1_000;
+
+function resolveAutoPause(value: JobOptions['autoPause'], job: string): number | undefined {
+  if (value === undefined) return undefined;
+  const failures = typeof value === 'object' && value !== null ? (value as { afterFailures?: unknown }).afterFailures : undefined;
+  if (typeof failures === 'number' && Number.isInteger(failures) && failures >= 1 && failures <= MAX_AUTO_PAUSE_FAILURES) return failures;
+  throw new TypeError(
+    `Expected \`autoPause\` of job ${JSON.stringify(job)} to be { afterFailures: n } with n a whole number from 1 to ${MAX_AUTO_PAUSE_FAILURES}, got ${describeValue(value)}`,
+  );
 }
 
 function resolveStopMargin(value: DurationInput | undefined, job: string, lockAtMostForMs: number): number {

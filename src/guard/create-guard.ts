@@ -3,15 +3,12 @@ import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
 import { Administration } from '../admin/administration.js';
-import type { JobDiagnosis } from '../admin/doctor.js';
-import { pointInTime, type HistoryPage, type HistoryQuery } from '../admin/history.js';
-import type { LockRecord } from '../admin/locks.js';
 import { ConnectionWarmUp, SELECT_ONE } from '../integrations/node-cron/connection-warm-up.js';
 import { createDashboard, type DashboardHandler, type DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/schedule.js';
 import type { DialectName } from '../core/dialect.js';
-import { parseDuration, type DurationInput } from '../core/duration.js';
+import { parseDuration } from '../core/duration.js';
 import { GuardError } from '../core/errors.js';
 import type { ExecuteEnvironment } from '../core/environment.js';
 import type { GuardEventMap, GuardEventName } from '../core/events.js';
@@ -20,13 +17,16 @@ import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } fro
 import { createGuardEnvironment } from './guard-environment.js';
 import { InFlight } from '../core/in-flight.js';
 import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
-import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
+import { resolveJob, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
 import { RUNNER, type ResolvedJobRunner, type RunnerHost } from '../core/runner.js';
 import { UnslottedWarning } from '../core/unslotted-warning.js';
+import type { AcquireRequest } from '../core/dialect.js';
+import { GuardControls } from './guard-controls.js';
+import { OperatedGuard } from './operated-guard.js';
 
 /** A guard: runs jobs under their lock rows in one database. */
-export class Guard implements RunnerHost {
+export class Guard extends OperatedGuard implements RunnerHost {
   /** The dialect of the guard's database. */
   readonly dialect: DialectName;
   readonly #options: ResolvedGuardOptions;
@@ -35,13 +35,18 @@ export class Guard implements RunnerHost {
   readonly #closeDatabase: () => Promise<void>;
   readonly #environment: ExecuteEnvironment;
   readonly #admin: Administration;
+  /** Pause, resume, trigger (the methods of OperatedGuard), the trigger watch, auto-pause. */
+  readonly #operator: GuardControls;
   readonly #inFlight = new InFlight();
   readonly #tasks = new Set<ScheduledTask>();
   /** Before a scheduled fire after a quiet spell, opens the connections its runs will need. */
   readonly #warmUp = new ConnectionWarmUp(this.#tasks, async (connections) => {
     await Promise.all(Array.from({ length: connections }, () => this.#db.executeQuery(SELECT_ONE)));
   });
-  #closed = false;
+  readonly #lifecycle: { closed: boolean };
+  get #closed(): boolean {
+    return this.#lifecycle.closed;
+  }
   #shutdown: Promise<void> | undefined;
   #unslottedWarning: UnslottedWarning | undefined;
   readonly #runner: ResolvedJobRunner = {
@@ -60,6 +65,15 @@ export class Guard implements RunnerHost {
     const { dialect, tables } = resolved;
     // Opened last, once every option is known good: a failed createGuard leaves nothing open.
     const opened = openDatabase(resolved.database, dialect, { logger: resolved.logger, acquireTimeoutMs: resolved.acquireTimeoutMs });
+    // Built before `this` exists, for the methods OperatedGuard holds: they read the guard's state through `lifecycle`.
+    const lifecycle = { closed: false };
+    const { lockedBy, logger, history, retentionMs, controlPollIntervalMs: pollIntervalMs } = resolved;
+    const admin = new Administration({ db: opened.db, dialect, tables, logger, retentionMs, isClosed: () => lifecycle.closed });
+    const operator = new GuardControls({ db: opened.db, dialect, tables, native: opened.native, lockedBy, logger, history, pollIntervalMs, isClosed: () => lifecycle.closed });
+    super(admin, operator);
+    this.#lifecycle = lifecycle;
+    this.#admin = admin;
+    this.#operator = operator;
     this.#options = resolved;
     this.dialect = dialect.name;
     this.#db = opened.db;
@@ -75,14 +89,7 @@ export class Guard implements RunnerHost {
       isStopping: () => this.#closed,
       stopped: stopped.signal,
     });
-    this.#admin = new Administration({
-      db: opened.db,
-      dialect,
-      tables,
-      logger: resolved.logger,
-      retentionMs: resolved.retentionMs,
-      isClosed: () => this.#closed,
-    });
+    operator.attach({ events: this.#environment.events, inFlight: this.#inFlight, runTriggered: (job, fn, trigger) => this.#runResolved(job, fn, null, trigger) });
   }
 
   /** The guard's runner for validated jobs, for this package's integrations only. @internal */
@@ -103,9 +110,9 @@ export class Guard implements RunnerHost {
   }
 
   /** `run` for options validated beforehand (the decorators validate once, when applied). */
-  async #runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>> {
-    // A job called by another scheduler claims the slot its `cron` last fired at (replica clock).
-    const claimed = slot ?? job.cron?.slotAt(new Date()) ?? null;
+  async #runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null, trigger?: AcquireRequest['trigger']): Promise<RunResult<Awaited<T>>> {
+    // A job called by another scheduler claims the slot its `cron` last fired at (replica clock); a manual run claims none.
+    const claimed = trigger === undefined ? (slot ?? job.cron?.slotAt(new Date()) ?? null) : null;
     if (this.#closed) {
       const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name });
       this.#options.logger.warn(error.message);
@@ -113,7 +120,8 @@ export class Guard implements RunnerHost {
       this.#environment.events.emit('skipped', { job: job.name, slot: claimed, reason: 'error', error });
       return { executed: false, reason: 'error', error };
     }
-    const result = await this.#inFlight.track(execute(this.#environment, job, fn, claimed));
+    this.#operator.countFailures(job);
+    const result = await this.#inFlight.track(execute(this.#environment, job, fn, claimed, trigger));
     if (result.executed) this.#admin.pruneByRetention();
     return result;
   }
@@ -170,12 +178,15 @@ export class Guard implements RunnerHost {
       const job = resolveJob(options, this.#options.defaults).name;
       throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
     }
-    return scheduleJob(
+    const task = scheduleJob(
       { ...this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger },
       expression,
       options,
       fn,
     );
+    // This replica answers the job's "run now" requests (guard.trigger) while the task lives.
+    task.on('task:destroyed', this.#operator.watchTriggers(resolveJob(options, this.#options.defaults), fn as JobFunction<unknown>));
+    return task;
   }
 
   /**
@@ -191,48 +202,8 @@ export class Guard implements RunnerHost {
     );
   }
 
-  /**
-   * Runs from the history, newest first, with a cursor for the next page.
-   * @example
-   * const { runs, next } = await guard.history({ job: 'nightly-report', status: 'failed', since: '24h' });
-   */
-  history(query?: HistoryQuery): Promise<HistoryPage> {
-    return this.#admin.history(query);
-  }
-
-  /** Every lock row with its holder, `held` or `free`, and the time left, on the database's clock. */
-  locks(): Promise<LockRecord[]> {
-    return this.#admin.locks();
-  }
-
   /** The web dashboard, a Node `(req, res)` handler: read-only unless `readOnly: false` and `authorize` (docs/dashboard.md). */
   readonly dashboard = (options?: DashboardOptions): DashboardHandler => createDashboard(this.#admin, options);
-
-  /**
-   * Frees a job's lock by hand, for a lock left by a process that is gone. If that process is in
-   * fact alive, its job and the next one can overlap. True when the lock was held.
-   */
-  async unlock(name: string): Promise<boolean> {
-    const job = validateJobName(name);
-    return this.#admin.unlock(job);
-  }
-
-  /**
-   * Per job (every lock row), what its newest runs say: counts, durations, the lockAtMostFor in
-   * force, problems, and a suggested lockAtMostFor. What `cronguard doctor` prints.
-   */
-  async doctor(): Promise<JobDiagnosis[]> {
-    return this.#admin.doctor();
-  }
-
-  /**
-   * Deletes history rows that started before `olderThan` (a Date, or a duration meaning that long
-   * ago), keeping each job's newest run and every `running` row. Returns how many went.
-   */
-  async prune(olderThan: Date | DurationInput): Promise<number> {
-    const cutoff = pointInTime(olderThan, 'olderThan');
-    return this.#admin.prune(cutoff);
-  }
 
   /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */
   async migrate(): Promise<void> {
@@ -275,7 +246,8 @@ export class Guard implements RunnerHost {
   }
 
   async #stop(timeoutMs: number): Promise<void> {
-    this.#closed = true;
+    this.#lifecycle.closed = true;
+    await this.#operator.stop();
     await shutdownGuard({
       timeoutMs,
       logger: this.#options.logger,

@@ -42,6 +42,13 @@ export interface GuardOptions {
   telemetry?: boolean;
   /** PostgreSQL: send the lock statements as named prepared statements (turn off behind PgBouncer < 1.21 in transaction mode). @default true */
   preparedStatements?: boolean;
+  /**
+   * How often a replica looks for "run now" requests (`guard.trigger`) for the jobs it schedules
+   * (`guard.schedule`): one statement per replica for all its jobs, and none while it schedules
+   * nothing. On PostgreSQL the replicas also hear of a request at once (LISTEN/NOTIFY) on a
+   * connection of their own. At least 100 ms. @default '5s'
+   */
+  controlPollInterval?: DurationInput;
 }
 
 /** Guard options after validation. */
@@ -58,6 +65,7 @@ export interface ResolvedGuardOptions {
   readonly telemetry: boolean;
   readonly preparedStatements: boolean;
   readonly defaults: ResolvedDefaults;
+  readonly controlPollIntervalMs: number;
 }
 
 const MAX_LOCKED_BY_LENGTH = 255;
@@ -113,9 +121,16 @@ export function resolveGuardOptions(options: GuardOptions | undefined): Resolved
     throw new TypeError(`Expected \`preparedStatements\` to be a boolean, got ${describeValue(preparedStatements)}`);
   }
   const defaults = resolveDefaults(options.defaults);
+  const controlPollIntervalMs = parseDuration(options.controlPollInterval === undefined ? '5s' : options.controlPollInterval, {
+    option: 'controlPollInterval',
+    job: undefined,
+  });
+  if (controlPollIntervalMs < 100) {
+    throw new TypeError(`Expected \`controlPollInterval\` to be a duration of at least 100 ms, got ${describeValue(options.controlPollInterval)}`);
+  }
   const database = options.database;
   if (database === undefined) throw missingDatabase();
   const dialect = dialectOf(database);
   const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
-  return { database, dialect, tables, lockedBy, logger: safeLogger(logger), history, recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults };
+  return { database, dialect, tables, lockedBy, logger: safeLogger(logger), history, recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults, controlPollIntervalMs };
 }

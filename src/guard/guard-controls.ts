@@ -1,0 +1,251 @@
+import type { Kysely } from 'kysely';
+import { createControlStore, type ControlRecord, type ControlStore, type PauseState } from '../admin/controls.js';
+import { TriggerPoll, type TriggerAnswer, type TriggerRequest } from '../integrations/triggers/trigger-poll.js';
+import { describeValue } from '../core/describe-value.js';
+import type { AcquireRequest, Dialect, TableNames } from '../core/dialect.js';
+import { parseDuration, type DurationInput } from '../core/duration.js';
+import { storableText } from '../core/error-text.js';
+import { GuardError, messageOf } from '../core/errors.js';
+import type { GuardEvents } from '../core/events.js';
+import type { JobFunction } from '../core/execute.js';
+import type { InFlight } from '../core/in-flight.js';
+import { validateJobName, type ResolvedJob } from '../core/job-options.js';
+import type { Logger } from '../core/logger.js';
+import type { RunResult } from '../core/run-result.js';
+
+/** Options of `guard.pause`. */
+export interface PauseOptions {
+  /** When the pause lifts by itself: a Date, or a duration from now (`'2h'`) on the database's clock. @default until `resume` */
+  until?: Date | DurationInput;
+  /** Why, for the people reading `cronguard locks` and the audit. @default none */
+  reason?: string;
+  /** Who pauses, for the audit (a dashboard passes its user). @default the guard's `lockedBy` */
+  by?: string;
+}
+
+/** Options of `guard.resume`. */
+export interface ResumeOptions {
+  /** Why, for the audit. @default none */
+  reason?: string;
+  /** Who resumes, for the audit. @default the guard's `lockedBy` */
+  by?: string;
+}
+
+/** Options of `guard.trigger`. */
+export interface TriggerOptions {
+  /** Runs it even while the job is paused (else a paused job's trigger is refused with `JOB_PAUSED`). @default false */
+  force?: boolean;
+  /** Who asks, recorded on the run and in the audit. @default the guard's `lockedBy` */
+  by?: string;
+}
+
+/** Runs a job for a "run now" request: no slot, and the take clears the request (`AcquireRequest.trigger`). */
+export type RunTriggered = (job: ResolvedJob, fn: JobFunction<unknown>, trigger: NonNullable<AcquireRequest['trigger']>) => Promise<RunResult<unknown>>;
+
+/** What a guard's controls work on. */
+export interface GuardControlsParts {
+  readonly db: Kysely<unknown>;
+  readonly dialect: Dialect;
+  readonly tables: TableNames;
+  /** The driver's pool when the guard has it: PostgreSQL listens on a connection of its own from it. */
+  readonly native: unknown;
+  readonly lockedBy: string;
+  readonly logger: Logger;
+  readonly history: boolean;
+  readonly pollIntervalMs: number;
+  /** True once the guard is shut down: its pool is ended (or ending). */
+  readonly isClosed: () => boolean;
+}
+
+/** What the guard hands over once its runs' environment exists. */
+export interface GuardControlsWiring {
+  readonly events: GuardEvents;
+  readonly inFlight: InFlight;
+  readonly runTriggered: RunTriggered;
+}
+
+const MAX_TEXT_LENGTH = 1_000;
+const MAX_AUDIT_LIMIT = 1_000;
+
+/**
+ * A guard's operator controls: pause, resume, trigger and their audit (delegated to
+ * `admin/controls.ts`), the watch for "run now" requests on the jobs `guard.schedule` runs, and
+ * auto-pause. The arguments are validated here: a `TypeError` names the option and the value.
+ */
+export class GuardControls {
+  readonly #parts: GuardControlsParts;
+  readonly #store: ControlStore;
+  readonly #poll: TriggerPoll;
+  #wiring: GuardControlsWiring | undefined;
+  /** The jobs with autoPause this guard ran. */
+  readonly #autoPaused = new Map<string, ResolvedJob>();
+  /** Their runs under way, by run id, until released: a failed one is then counted. */
+  readonly #watched = new Map<string, { job: ResolvedJob; error: unknown; failed: boolean }>();
+  #watchingFailures = false;
+  #warnedNoHistory = false;
+
+  constructor(parts: GuardControlsParts) {
+    this.#parts = parts;
+    this.#store = createControlStore(parts.db, parts.dialect, parts.tables);
+    const { dialect, tables, native } = parts;
+    this.#poll = new TriggerPoll({
+      intervalMs: parts.pollIntervalMs,
+      logger: parts.logger,
+      pending: () => this.#store.pendingTriggers(),
+      ...(dialect.listenForTriggers === undefined
+        ? {}
+        : { listen: (wake: () => void, lost: (error: unknown) => void) => dialect.listenForTriggers?.(native, tables, wake, lost) ?? Promise.resolve(undefined) }),
+    });
+  }
+
+  attach(wiring: GuardControlsWiring): void {
+    this.#wiring = wiring;
+  }
+
+  get #wired(): GuardControlsWiring {
+    if (this.#wiring === undefined) throw new Error('cronguard: the controls were used before the guard wired them');
+    return this.#wiring;
+  }
+
+  async pause(name: string, options: PauseOptions = {}): Promise<PauseState> {
+    this.#assertOpen('pause');
+    const job = validateJobName(name);
+    const by = this.#by(options.by, job);
+    const reason = optionalText(options.reason, 'reason', job);
+    const until = options.until === undefined ? null : untilOf(options.until, job);
+    const state = await this.#store.pause({ job, by, reason, until });
+    this.#wired.events.emit('paused', { job, by, reason, until: state.until, auto: false });
+    return state;
+  }
+
+  async resume(name: string, options: ResumeOptions = {}): Promise<boolean> {
+    this.#assertOpen('resume');
+    const job = validateJobName(name);
+    return this.#store.resume(job, this.#by(options.by, job), optionalText(options.reason, 'reason', job));
+  }
+
+  async trigger(name: string, options: TriggerOptions = {}): Promise<string> {
+    this.#assertOpen('trigger');
+    const job = validateJobName(name);
+    const force = options.force === undefined ? false : options.force;
+    if (typeof force !== 'boolean') throw new TypeError(`Expected \`force\` of job ${JSON.stringify(job)} to be a boolean, got ${describeValue(force)}`);
+    return this.#store.requestTrigger(job, this.#by(options.by, job), force);
+  }
+
+  async controls(name: string, options: { limit?: number } = {}): Promise<ControlRecord[]> {
+    this.#assertOpen('controls');
+    const job = validateJobName(name);
+    const limit = options.limit === undefined ? 50 : options.limit;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_LIMIT) {
+      throw new TypeError(`Expected \`limit\` to be an integer from 1 to ${MAX_AUDIT_LIMIT}, got ${describeValue(limit)}`);
+    }
+    return this.#store.audit(job, limit);
+  }
+
+  /**
+   * Answers "run now" requests for `job` on this replica while it schedules it (`guard.schedule`);
+   * returns the function that stops.
+   */
+  watchTriggers(job: ResolvedJob, fn: JobFunction<unknown>): () => void {
+    return this.#poll.register(job.name, async (request) => this.#answer(job, fn, request));
+  }
+
+  /** Before a run of a job with autoPause: from now on its failed runs are counted, each once released. */
+  countFailures(job: ResolvedJob): void {
+    if (job.autoPauseAfterFailures === undefined) return;
+    if (!this.#parts.history) {
+      if (!this.#warnedNoHistory) {
+        this.#parts.logger.warn(`Job "${job.name}" has autoPause, which counts failed runs in the run history: with \`history: false\` it never pauses`);
+      }
+      this.#warnedNoHistory = true;
+      return;
+    }
+    this.#autoPaused.set(job.name, job);
+    if (this.#watchingFailures) return;
+    this.#watchingFailures = true;
+    // Listeners only once some job has autoPause: other guards pay nothing. A failure is counted
+    // after its release, once its history row says `failed`.
+    const { events } = this.#wired;
+    events.on('acquired', ({ job: name, runId }) => {
+      const resolved = this.#autoPaused.get(name);
+      if (resolved !== undefined) this.#watched.set(runId, { job: resolved, error: undefined, failed: false });
+    });
+    events.on('failed', ({ runId, error }) => {
+      const watched = this.#watched.get(runId);
+      if (watched !== undefined) this.#watched.set(runId, { ...watched, error, failed: true });
+    });
+    events.on('released', ({ runId }) => {
+      const watched = this.#watched.get(runId);
+      this.#watched.delete(runId);
+      if (watched?.failed === true) void this.#wired.inFlight.track(this.#afterFailure(watched.job, watched.error));
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.#poll.stop();
+  }
+
+  async #answer(job: ResolvedJob, fn: JobFunction<unknown>, request: TriggerRequest): Promise<TriggerAnswer> {
+    const { logger } = this.#parts;
+    // Recorded as manual, with who asked, before the job's own code runs.
+    const manual: JobFunction<unknown> = async (ctx) => {
+      await this.#store.markManual(ctx.runId, request.by).catch((error: unknown) => {
+        logger.error(`Recording run ${ctx.runId} of job "${job.name}" as manual failed: ${messageOf(error)}`);
+      });
+      return fn(ctx);
+    };
+    try {
+      const result = await this.#wired.runTriggered(job, manual, { id: request.id, force: request.force });
+      if (result.executed) return 'ran';
+      return result.reason === 'paused' ? 'refused' : 'busy';
+    } catch (error) {
+      // The job's own error: it ran (and its `failed` event, history row and autoPause have it).
+      logger.error(`Job "${job.name}" failed: ${messageOf(error)}`);
+      return 'ran';
+    }
+  }
+
+  async #afterFailure(job: ResolvedJob, error: unknown): Promise<void> {
+    const failures = job.autoPauseAfterFailures;
+    if (failures === undefined) return;
+    try {
+      const outcomes = await this.#store.latestOutcomes(job.name, failures);
+      if (outcomes.length < failures || outcomes.some((status) => status !== 'failed')) return;
+      const reason = storableText(`auto-paused after ${failures} failed runs in a row; the last failed with: ${messageOf(error)}`.slice(0, MAX_TEXT_LENGTH));
+      const by = this.#parts.lockedBy;
+      if (!(await this.#store.autoPause(job.name, by, reason))) return;
+      this.#parts.logger.warn(`Job "${job.name}" was ${reason}. No replica runs it until \`cronguard resume\` or guard.resume()`);
+      this.#wired.events.emit('paused', { job: job.name, by, reason, until: null, auto: true });
+    } catch (cause) {
+      this.#parts.logger.error(`Counting the failed runs of job "${job.name}" for autoPause failed: ${messageOf(cause)}`);
+    }
+  }
+
+  #assertOpen(method: string): void {
+    if (this.#parts.isClosed()) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
+  }
+
+  #by(value: unknown, job: string): string {
+    if (value === undefined) return this.#parts.lockedBy;
+    if (typeof value === 'string' && value.length > 0 && value.length <= 255) return value;
+    throw new TypeError(`Expected \`by\` of job ${JSON.stringify(job)} to be a string of 1 to 255 characters, got ${describeValue(value)}`);
+  }
+}
+
+function optionalText(value: unknown, option: string, job: string): string | null {
+  if (value === undefined) return null;
+  if (typeof value === 'string' && value.length <= MAX_TEXT_LENGTH) return storableText(value);
+  throw new TypeError(`Expected \`${option}\` of job ${JSON.stringify(job)} to be a string of at most ${MAX_TEXT_LENGTH} characters, got ${describeValue(value)}`);
+}
+
+/** A pause's end: a valid Date, or a duration greater than 0 from now. */
+function untilOf(value: Date | DurationInput, job: string): Date | { afterMs: number } {
+  if (value instanceof Date) {
+    if (!Number.isNaN(value.getTime())) return value;
+    throw new TypeError(`Expected \`until\` of job ${JSON.stringify(job)} to be a valid Date or a duration, got ${describeValue(value)}`);
+  }
+  const afterMs = parseDuration(value, { option: 'until', job });
+  if (afterMs > 0) return { afterMs };
+  throw new TypeError(`Expected \`until\` of job ${JSON.stringify(job)} to be a duration greater than 0, got ${describeValue(value)}`);
+}
+

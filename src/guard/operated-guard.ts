@@ -1,0 +1,103 @@
+import type { Administration } from '../admin/administration.js';
+import type { ControlRecord, PauseState } from '../admin/controls.js';
+import type { JobDiagnosis } from '../admin/doctor.js';
+import { pointInTime, type HistoryPage, type HistoryQuery } from '../admin/history.js';
+import type { LockRecord } from '../admin/locks.js';
+import type { DurationInput } from '../core/duration.js';
+import { validateJobName } from '../core/job-options.js';
+import type { GuardControls, PauseOptions, ResumeOptions, TriggerOptions } from './guard-controls.js';
+
+/**
+ * What a `Guard` offers operators beside its runs: the history, locks, unlock, doctor and prune
+ * (delegated to `admin/administration.ts`), and the operator controls (pause, resume, trigger,
+ * their audit), shared by every replica through the lock rows, without a deploy. `Guard` extends
+ * it; see docs/operating.md.
+ */
+export class OperatedGuard {
+  readonly #admin: Administration;
+  readonly #controls: GuardControls;
+
+  constructor(admin: Administration, controls: GuardControls) {
+    this.#admin = admin;
+    this.#controls = controls;
+  }
+
+  /**
+   * Runs from the history, newest first, with a cursor for the next page.
+   * @example
+   * const { runs, next } = await guard.history({ job: 'nightly-report', status: 'failed', since: '24h' });
+   */
+  history(query?: HistoryQuery): Promise<HistoryPage> {
+    return this.#admin.history(query);
+  }
+
+  /**
+   * Every lock row with its holder, `held` or `free`, and the time left, on the database's clock;
+   * with its pause (`paused`: until, reason, by) and a pending "run now" request (`pendingTrigger`).
+   */
+  locks(): Promise<LockRecord[]> {
+    return this.#admin.locks();
+  }
+
+  /**
+   * Frees a job's lock by hand, for a lock left by a process that is gone. If that process is in
+   * fact alive, its job and the next one can overlap. True when the lock was held.
+   */
+  async unlock(name: string): Promise<boolean> {
+    const job = validateJobName(name);
+    return this.#admin.unlock(job);
+  }
+
+  /**
+   * Per job (every lock row), what its newest runs say: counts, durations, the lockAtMostFor in
+   * force, problems, and a suggested lockAtMostFor. What `cronguard doctor` prints.
+   */
+  async doctor(): Promise<JobDiagnosis[]> {
+    return this.#admin.doctor();
+  }
+
+  /**
+   * Deletes history rows that started before `olderThan` (a Date, or a duration meaning that long
+   * ago), keeping each job's newest run and every `running` row. Returns how many went.
+   */
+  async prune(olderThan: Date | DurationInput): Promise<number> {
+    const cutoff = pointInTime(olderThan, 'olderThan');
+    return this.#admin.prune(cutoff);
+  }
+
+
+  /**
+   * Pauses a job on every replica: from its next attempt on, no replica starts it (each attempt is
+   * skipped with reason `paused`: one read that writes nothing). A run already going is not
+   * touched. Records who (`by`, else the guard's `lockedBy`), when and why in the audit; with
+   * `until`, the pause lifts by itself. A job that never ran can be paused: its lock row is
+   * created, so that it stays off from its first deploy. Resolves with the pause as recorded.
+   * @example
+   * await guard.pause('nightly-report', { until: '2h', reason: 'warehouse migration' });
+   */
+  pause(name: string, options?: PauseOptions): Promise<PauseState> {
+    return this.#controls.pause(name, options);
+  }
+
+  /** Lifts a job's pause on every replica, and records it. True when the job was paused. */
+  resume(name: string, options?: ResumeOptions): Promise<boolean> {
+    return this.#controls.resume(name, options);
+  }
+
+  /**
+   * Asks for one run of the job now, on exactly one replica that schedules it with
+   * `guard.schedule`, within `controlPollInterval` (PostgreSQL: at once, through LISTEN/NOTIFY).
+   * The run has no slot: it neither moves the slot watermark nor uses up the next scheduled slot,
+   * and its history row says who asked (`triggeredBy`). Refused with a `GuardError` `JOB_PAUSED`
+   * while the job is paused, unless `force`. A request still pending is replaced (the job runs
+   * once). Resolves with the request's id.
+   */
+  trigger(name: string, options?: TriggerOptions): Promise<string> {
+    return this.#controls.trigger(name, options);
+  }
+
+  /** The job's control changes (pause, resume, trigger, auto-pause), newest first: who, what, when, why. */
+  controls(name: string, options?: { limit?: number }): Promise<ControlRecord[]> {
+    return this.#controls.controls(name, options);
+  }
+}
