@@ -18,6 +18,11 @@ export interface CommandOptions {
   readonly before?: string;
   readonly olderThan?: string;
   readonly force?: boolean;
+  /** pause: an ISO time or a duration from now. */
+  readonly until?: string;
+  readonly reason?: string;
+  /** Who makes a control change, for the audit. */
+  readonly by?: string;
 }
 
 export class UsageError extends Error {}
@@ -38,7 +43,21 @@ export async function locksCommand(guard: Guard): Promise<CommandOutput> {
     formatTime(lock.lockUntil),
     lock.state === 'held' ? formatDuration(lock.remainingMs) : '-',
   ]);
-  const text = locks.length === 0 ? 'No locks yet.\n' : formatTable(['job', 'state', 'running', 'locked by', 'locked at', 'until', 'left'], rows);
+  const headers = ['job', 'state', 'running', 'locked by', 'locked at', 'until', 'left'];
+  // The operator's pause and pending "run now" requests, in columns only when some job has one.
+  if (locks.some((lock) => lock.paused !== null || lock.pendingTrigger !== null)) {
+    headers.push('paused', 'paused by', 'reason', 'trigger');
+    locks.forEach((lock, index) => {
+      const { paused, pendingTrigger } = lock;
+      rows[index]?.push(
+        paused === null ? '-' : paused.until === null ? 'until resumed' : `until ${formatTime(paused.until)}`,
+        paused?.by ?? '-',
+        oneLine(paused?.reason ?? null, 40),
+        pendingTrigger === null ? '-' : `pending (${pendingTrigger.by}${pendingTrigger.force ? ', forced' : ''})`,
+      );
+    });
+  }
+  const text = locks.length === 0 ? 'No locks yet.\n' : formatTable(headers, rows);
   return { text, json: locks, exitCode: 0 };
 }
 

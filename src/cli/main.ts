@@ -18,6 +18,7 @@ import {
   type CommandOptions,
   type CommandOutput,
 } from './commands.js';
+import { auditCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
 
 const USAGE = `Usage: cronguard <command> [options]
 
@@ -32,6 +33,12 @@ Commands:
   unlock <job> --force        Free a lock left by a process that is gone; exit 1 if it was not locked
   dashboard                   Serve the web dashboard until Ctrl-C; prints its URL
       --port <4500>  --host <127.0.0.1>  --read-only (no unlock; use it when --host is not loopback)
+  pause <job>                 No replica starts the job from its next attempt on (runs going on are not stopped)
+      --until <2h | ISO time>  --reason <text>  --by <who>
+  resume <job>                Lift the pause      --reason <text>  --by <who>
+  trigger <job>               Run it once now on one replica that schedules it
+      --force (even while paused)  --by <who>
+  audit <job>                 Its control changes, newest first  --limit <50>
   help                        Show this help
 
 Options:
@@ -54,7 +61,14 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   prune: ['older-than'],
   unlock: ['force'],
   dashboard: ['port', 'host', 'read-only'],
+  pause: ['until', 'reason', 'by'],
+  resume: ['reason', 'by'],
+  trigger: ['force', 'by'],
+  audit: ['limit'],
 };
+
+/** The commands that take a job name as their argument. */
+const JOB_COMMANDS = new Set(['unlock', 'pause', 'resume', 'trigger', 'audit']);
 
 export async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -78,6 +92,9 @@ export async function main(argv: string[]): Promise<number> {
         port: { type: 'string' },
         host: { type: 'string' },
         'read-only': { type: 'boolean' },
+        until: { type: 'string' },
+        reason: { type: 'string' },
+        by: { type: 'string' },
       },
     });
   } catch (error) {
@@ -102,7 +119,7 @@ export async function main(argv: string[]): Promise<number> {
   const stray = Object.keys(values).find((key) => !['database', 'table-prefix', 'json'].includes(key) && !allowed.includes(key));
   if (stray !== undefined) return fail(`${command} does not take --${stray}`);
   const [job, extra] = rest;
-  if (extra !== undefined || (job !== undefined && command !== 'unlock')) return fail(`unexpected argument "${printable(extra ?? job ?? '')}"`);
+  if (extra !== undefined || (job !== undefined && !JOB_COMMANDS.has(command))) return fail(`unexpected argument "${printable(extra ?? job ?? '')}"`);
 
   // An empty variable counts as unset (a blank line in an .env file), so DATABASE_URL still applies.
   const fromEnvironment = (name: string): { database: string; source: string } | undefined => {
@@ -125,6 +142,9 @@ export async function main(argv: string[]): Promise<number> {
     ...(values.before === undefined ? {} : { before: values.before }),
     ...(values['older-than'] === undefined ? {} : { olderThan: values['older-than'] }),
     ...(values.force === undefined ? {} : { force: values.force }),
+    ...(values.until === undefined ? {} : { until: values.until }),
+    ...(values.reason === undefined ? {} : { reason: values.reason }),
+    ...(values.by === undefined ? {} : { by: values.by }),
   };
 
   // Only migrate creates a SQLite file: a mistyped path for a read would leave an empty database behind.
@@ -163,6 +183,14 @@ function run(guard: Guard, command: string, job: string | undefined, options: Co
       return doctorCommand(guard);
     case 'prune':
       return pruneCommand(guard, options);
+    case 'pause':
+      return pauseCommand(guard, job, options);
+    case 'resume':
+      return resumeCommand(guard, job, options);
+    case 'trigger':
+      return triggerCommand(guard, job, options);
+    case 'audit':
+      return auditCommand(guard, job, options);
     default:
       return unlockCommand(guard, job, options);
   }
@@ -176,6 +204,10 @@ const FLAGS: Readonly<Record<string, string>> = {
   limit: '--limit',
   status: '--status',
   before: '--before',
+  until: '--until',
+  reason: '--reason',
+  by: '--by',
+  force: '--force',
 };
 
 /**
@@ -185,7 +217,7 @@ const FLAGS: Readonly<Record<string, string>> = {
 function inFlags(message: string, command: string, databaseSource: string): string {
   return message.replace(/`(\w+)`/g, (quoted, option: string) => {
     if (option === 'database') return databaseSource;
-    if (option === 'name') return command === 'unlock' ? 'the job name' : '--job';
+    if (option === 'name') return JOB_COMMANDS.has(command) ? 'the job name' : '--job';
     return FLAGS[option] ?? quoted;
   });
 }

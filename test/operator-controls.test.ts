@@ -1,0 +1,122 @@
+// Operator controls across OS processes, on every dialect (issue 17's "done when"): 3 replicas
+// of an every-second guard.schedule job, steered by the `cronguard` command from another process.
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
+import { guardOn } from './support/guards.js';
+import { startWorker, type Worker } from './support/processes.js';
+import { assertBuilt, describeResult, repoRoot, runProcess } from './support/run-process.js';
+
+type Message =
+  | { type: 'ready' | 'exiting'; pid: number }
+  | { type: 'ran'; pid: number; slot: string | null; start: number; end: number }
+  | { type: 'paused'; pid: number; job: string; by: string; reason: string | null; auto: boolean };
+type Ran = Extract<Message, { type: 'ran' }>;
+
+const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+
+beforeAll(() => assertBuilt());
+
+async function startReplicas(target: DialectTarget, mode: 'ok' | 'fail', pollInterval: string, runForMs: number) {
+  const url = databaseUrl(target);
+  const prefix = uniquePrefix();
+  await guardOn(url, prefix).guard.migrate();
+  const replicas = [0, 1, 2].map(() => startWorker<Message>('controlled-replica.ts', [url, prefix, mode, pollInterval, String(runForMs)]));
+  await Promise.all(replicas.map((replica) => replica.next('ready')));
+  /** Runs `cronguard <args>` against the replicas' tables; resolves once it has exited 0, with the time it did. */
+  const cronguard = async (...args: string[]): Promise<number> => {
+    const result = await runProcess(process.execPath, [bin, ...args, '--database', url, '--table-prefix', prefix], repoRoot);
+    expect(result.code, describeResult(`cronguard ${args.join(' ')}`, result)).toBe(0);
+    return Date.now();
+  };
+  return { url, prefix, replicas, cronguard };
+}
+
+function runsOf(replicas: Worker<Message>[]): Ran[] {
+  return replicas.flatMap((replica) => replica.received.filter((message): message is Ran => message.type === 'ran')).sort((a, b) => a.start - b.start);
+}
+
+async function stopAll(replicas: Worker<Message>[]): Promise<void> {
+  for (const replica of replicas) replica.child.kill('SIGTERM');
+  await Promise.all(replicas.map((replica) => replica.exited));
+}
+
+describe.each(dialectTargets())('operator controls across processes on $name', (target) => {
+  describe.skipIf(target.serverUrl === null)('', () => {
+    it('pause stops every replica from the next slot on, resume restarts them, pause --until lifts itself, trigger runs once', async () => {
+      // PostgreSQL hears of a trigger through LISTEN/NOTIFY: its replicas poll at the default 5 s,
+      // and the run must still start within a second. The others poll every second.
+      const pollMs = target.name === 'postgres' ? 5_000 : 1_000;
+      const { url, prefix, replicas, cronguard } = await startReplicas(target, 'ok', `${pollMs}ms`, 60_000);
+      try {
+        const startedAfter = (at: number): Ran[] => runsOf(replicas).filter((run) => run.start > at);
+        await expect.poll(() => startedAfter(0).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+
+        // Pause: from the next slot on, no replica starts it (a run whose take committed before
+        // the pause may start a few ms after the command returned).
+        const paused = await cronguard('pause', 'tick', '--reason', 'test', '--by', 'tester');
+        await sleep(3_500);
+        expect(startedAfter(paused + 500)).toEqual([]);
+
+        const resumed = await cronguard('resume', 'tick', '--by', 'tester');
+        await expect.poll(() => startedAfter(resumed).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+
+        // pause --until 3s: nothing for about 3 s, then it runs again by itself.
+        const pausedUntil = await cronguard('pause', 'tick', '--until', '3s');
+        await expect.poll(() => startedAfter(pausedUntil + 3_000).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+        expect(startedAfter(pausedUntil + 500).filter((run) => run.start < pausedUntil + 2_500)).toEqual([]);
+        // Slots run again, so that the ones before the trigger are not paused ones.
+        await sleep(3_000);
+
+        // Trigger: one manual run (no slot), within the poll bound; the slots around it run once each.
+        const triggered = await cronguard('trigger', 'tick', '--by', 'tester');
+        const boundMs = target.name === 'postgres' ? 1_000 : pollMs + 1_000;
+        await expect.poll(() => startedAfter(triggered - 1_000).filter((run) => run.slot === null).length, { timeout: 10_000 }).toBe(1);
+        await sleep(3_000);
+        const manual = runsOf(replicas).filter((run) => run.slot === null);
+        expect(manual).toHaveLength(1);
+        expect(manual[0]?.start).toBeLessThan(triggered + boundMs);
+
+        const scheduled = runsOf(replicas).filter((run) => run.slot !== null);
+        const perSlot = new Map<string, number>();
+        for (const run of scheduled) perSlot.set(run.slot as string, (perSlot.get(run.slot as string) ?? 0) + 1);
+        expect([...perSlot.entries()].filter(([, count]) => count > 1)).toEqual([]);
+        // Every whole second from 2.5 s before the trigger to 2 s after ran, except a slot that fired
+        // while the manual run held the lock (a slot's tick finding its job running is skipped, as always).
+        const around: string[] = [];
+        for (let t = Math.ceil((triggered - 2_500) / 1_000) * 1_000; t <= triggered + 2_000; t += 1_000) around.push(new Date(t).toISOString());
+        const held = manual[0] as Ran;
+        const missed = around.filter((slot) => !perSlot.has(slot));
+        expect(missed.filter((slot) => Date.parse(slot) < held.start - 100 || Date.parse(slot) > held.end + 100)).toEqual([]);
+
+        const { guard } = guardOn(url, prefix);
+        const { runs } = await guard.history({ job: 'tick', limit: 1_000 });
+        expect(runs.filter((run) => run.triggeredBy !== null).map((run) => [run.slot, run.triggeredBy])).toEqual([[null, 'tester']]);
+        expect((await guard.controls('tick')).map((entry) => entry.action)).toEqual(['trigger', 'pause', 'resume', 'pause']);
+      } finally {
+        await stopAll(replicas);
+      }
+    }, 90_000);
+
+    it('auto-pauses a job after 3 failed runs in a row, once, whichever replicas ran them', async () => {
+      const { url, prefix, replicas } = await startReplicas(target, 'fail', '1s', 60_000);
+      try {
+        const pausedEvents = (): Message[] => replicas.flatMap((replica) => replica.received.filter((message) => message.type === 'paused'));
+        await expect.poll(() => pausedEvents().length, { timeout: 20_000 }).toBe(1);
+        await sleep(2_500);
+        expect(pausedEvents()).toHaveLength(1);
+        expect(pausedEvents()[0]).toMatchObject({ job: 'tick', auto: true, reason: expect.stringContaining('upstream down') });
+        // The first runs may have started before every replica was up; none after the third failure.
+        expect(runsOf(replicas)).toHaveLength(3);
+        const { guard } = guardOn(url, prefix);
+        expect((await guard.history({ job: 'tick' })).runs.map((run) => run.status)).toEqual(['failed', 'failed', 'failed']);
+        const [lock] = await guard.locks();
+        expect(lock?.paused).toMatchObject({ until: null, reason: expect.stringContaining('auto-paused after 3 failed runs in a row') });
+        expect((await guard.controls('tick')).map((entry) => entry.action)).toEqual(['auto-pause']);
+      } finally {
+        await stopAll(replicas);
+      }
+    }, 90_000);
+  });
+});
