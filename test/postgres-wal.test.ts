@@ -78,4 +78,26 @@ describe('losing on postgres', () => {
       await raw.close();
     }
   });
+
+  it(`writes no WAL across ${ATTEMPTS} attempts of a paused job (issue 17)`, async () => {
+    const { guard: operator, url, prefix } = await migratedGuard(postgres);
+    const contender = guardOn(url, prefix).guard;
+    const raw = await openRaw('postgres', url);
+    try {
+      expect((await contender.run({ name: 'off', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
+      await operator.pause('off', { reason: 'maintenance' });
+      await raw.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+      await raw.query('CHECKPOINT');
+      // Set the pages' hint bits first (see above); the first attempt after a release of its own skips the probe.
+      for (let i = 0; i < 5; i += 1) await contender.run({ name: 'off', lockAtMostFor: '1m' }, () => 'never');
+      const paused = await walDuring(raw, async () => {
+        for (let i = 0; i < ATTEMPTS; i += 1) {
+          expect(await contender.run({ name: 'off', lockAtMostFor: '1m' }, () => 'never')).toEqual({ executed: false, reason: 'paused' });
+        }
+      });
+      expect(paused).toEqual({ bytes: 0, records: [] });
+    } finally {
+      await raw.close();
+    }
+  });
 });
