@@ -5,6 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
+import { triggerChannel } from '../src/dialects/postgres/trigger-channel.js';
+import { resolveTableNames } from '../src/dialects/table-names.js';
+import { postgresDialect } from '../src/dialects/postgres/dialect.js';
 
 describe.each(dialectTargets())('operator controls on $name', (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
@@ -124,5 +127,34 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
         new TypeError('Expected `controlPollInterval` to be a duration of at least 100 ms, got "10ms"'),
       );
     });
+  });
+});
+
+describe.each(dialectTargets().filter((target) => target.name === 'postgres'))('trigger notifications on $name', (target) => {
+  it.skipIf(target.serverUrl === null)('listen on one connection only while the guard schedules something, and not after shutdown', async () => {
+    const { guard, url, prefix } = await migratedGuard(target);
+    const raw = await openRaw('postgres', url);
+    const listening = async (): Promise<number> => {
+      const channel = triggerChannel(resolveTableNames(prefix, postgresDialect));
+      const rows = await raw.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_stat_activity WHERE query = ?`, [`LISTEN "${channel}"`]);
+      return Number(rows[0]?.n);
+    };
+    try {
+      expect(await listening()).toBe(0);
+      const first = guard.schedule('0 0 1 1 *', { name: 'a', lockAtMostFor: '1m' }, () => 1);
+      const second = guard.schedule('0 0 1 1 *', { name: 'b', lockAtMostFor: '1m' }, () => 1);
+      await expect.poll(listening).toBe(1);
+      first.destroy();
+      await sleep(200);
+      expect(await listening()).toBe(1);
+      second.destroy();
+      await expect.poll(listening).toBe(0);
+      guard.schedule('0 0 1 1 *', { name: 'a', lockAtMostFor: '1m' }, () => 1);
+      await expect.poll(listening).toBe(1);
+      await guard.shutdown();
+      await expect.poll(listening).toBe(0);
+    } finally {
+      await raw.close();
+    }
   });
 });

@@ -72,8 +72,11 @@ export class TriggerPoll {
       const left = (this.#jobs.get(job) ?? []).filter((each) => each !== run);
       if (left.length === 0) this.#jobs.delete(job);
       else this.#jobs.set(job, left);
-      if (this.#jobs.size === 0) clearTimeout(this.#timer);
-      if (this.#jobs.size === 0) this.#timer = undefined;
+      if (this.#jobs.size > 0) return;
+      // Nothing left to watch: no timer, and no listening connection keeping the process alive.
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      void this.#unlisten();
     };
   }
 
@@ -93,13 +96,22 @@ export class TriggerPoll {
     return this.#polling;
   }
 
-  /** Stops polling and listening; runs already started finish on their own (the guard waits for them). */
+  /**
+   * Stops polling and listening. Runs already started finish on their own (the guard waits for
+   * them); a poll under way is not waited for, so that a database that does not answer cannot hold
+   * shutdown back, and the listening connection gets at most a second to close.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await this.#polling;
-    const unlisten = await this.#listening?.catch(() => undefined);
-    await unlisten?.();
+    await Promise.race([this.#unlisten(), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+  }
+
+  async #unlisten(): Promise<void> {
+    const listening = this.#listening;
+    this.#listening = undefined;
+    const unlisten = await listening?.catch(() => undefined);
+    await unlisten?.().catch(() => undefined);
   }
 
   #arm(ms: number): void {
@@ -112,6 +124,7 @@ export class TriggerPoll {
   #listen(): void {
     if (this.#listening !== undefined || this.#host.listen === undefined) return;
     const lost = (error: unknown): void => {
+      if (this.#stopped) return;
       this.#host.logger.warn(`Listening for "run now" requests failed (${messageOf(error)}); polling every ${this.#host.intervalMs} ms meanwhile`);
       const listening = this.#listening;
       this.#listening = undefined;
@@ -149,6 +162,7 @@ export class TriggerPoll {
           .finally(() => this.#answering.delete(request.job));
       }
     } catch (error) {
+      if (this.#stopped) return;
       // Logged once per outage, not at every poll; the acquires report the database's state too.
       if (!this.#failing) this.#host.logger.error(`Looking for "run now" requests failed: ${messageOf(error)}`);
       this.#failing = true;
