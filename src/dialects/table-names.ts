@@ -33,5 +33,8 @@ function namesFor(schema: string | undefined, prefix: string): TableNames {
     runs: `${prefix}runs`,
     migrations: `${prefix}migrations`,
     migrationLock: `${prefix}migrations_lock`,
+    schemaMigrations: `${prefix}schema_migrations`,
+    schemaMigrationLock: `${prefix}schema_migrations_lock`,
+    replicas: `${prefix}replicas`,
   };
 }
