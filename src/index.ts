@@ -24,4 +24,7 @@ export type { RunRecord, RunStatus } from './admin/run-record.js';
 export type { LockRecord } from './admin/locks.js';
 export type { JobDiagnosis } from './admin/doctor.js';
 export type { DashboardOptions, DashboardHandler } from './integrations/dashboard/dashboard-options.js';
+export type { VersionReport } from './admin/version-report.js';
+export type { ReplicaRecord } from './admin/replicas.js';
+export type { SchemaVersions } from './admin/schema-version.js';
 export type { GuardEventMap, GuardEventName } from './core/events.js';

@@ -14,6 +14,8 @@ describe.each(targets)('losing on $name', (target) => {
     const { guard: holder, url, prefix } = await migratedGuard(target);
     const contender = guardOn(url, prefix).guard;
     await holder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, () => undefined);
+    // The holder records its cronguard version once, beside its first run: done before measuring.
+    await expect.poll(async () => (await holder.versions()).replicas.length, { timeout: 10_000 }).toBe(1);
     const lose = async () => {
       for (let i = 0; i < ATTEMPTS; i += 1) {
         expect(await contender.run({ name: 'held', lockAtMostFor: '1m' }, () => 'never')).toEqual({ executed: false, reason: 'locked' });

@@ -16,6 +16,11 @@ export interface LockRecord {
   readonly remainingMs: number;
   /** An execution holds it and has not released it (false while only lockAtLeastFor keeps it). */
   readonly running: boolean;
+  /**
+   * The cronguard version of the replica that took it last (`lockedBy`), as that replica recorded it;
+   * null when it recorded none: it runs a version before 0.2.0, or the tables are not migrated.
+   */
+  readonly version: string | null;
 }
 
 interface LockRow {
@@ -54,7 +59,7 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
       if (now === undefined) throw new Error('the database returned no time');
       return toDate(now);
     },
-    async list(): Promise<LockRecord[]> {
+    async list(): Promise<Omit<LockRecord, 'version'>[]> {
       const { rows } = await sql<LockRow>`SELECT ${columns} FROM ${locks} ORDER BY name`.execute(db);
       return rows.map((row) => {
         const remaining = Number(row.remaining_ms);

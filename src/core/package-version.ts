@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * The version in cronguard's package.json, read when asked: the CLI runs from dist/src/cli/ when
- * installed and from src/cli/ in this repository, so the file is looked for in the folders above
- * this module, the nearest one named cronguard.
+ * The version in cronguard's package.json, read when asked (the CLI's `--version`, the version a
+ * guard records for its replica): this module runs from dist/src/core/ when installed and from
+ * src/core/ in this repository, so the file is looked for in the folders above it, the nearest one
+ * named cronguard.
  */
 export function packageVersion(): string {
   let folder = new URL('.', import.meta.url);
@@ -16,5 +17,5 @@ export function packageVersion(): string {
     }
     folder = new URL('..', folder);
   }
-  throw new Error("cronguard's package.json was not found above the CLI's folder");
+  throw new Error("cronguard's package.json was not found above the folder of src/core/package-version");
 }

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
-import { Administration } from '../admin/administration.js';
+import { Administration, type SchemaVersions, type VersionReport } from '../admin/administration.js';
 import type { JobDiagnosis } from '../admin/doctor.js';
 import { pointInTime, type HistoryPage, type HistoryQuery } from '../admin/history.js';
 import type { LockRecord } from '../admin/locks.js';
@@ -57,7 +57,7 @@ export class Guard implements RunnerHost {
 
   constructor(options: GuardOptions) {
     const resolved = resolveGuardOptions(options);
-    const { dialect, tables } = resolved;
+    const { dialect } = resolved;
     // Opened last, once every option is known good: a failed createGuard leaves nothing open.
     const opened = openDatabase(resolved.database, dialect, { logger: resolved.logger, acquireTimeoutMs: resolved.acquireTimeoutMs });
     this.#options = resolved;
@@ -75,14 +75,8 @@ export class Guard implements RunnerHost {
       isStopping: () => this.#closed,
       stopped: stopped.signal,
     });
-    this.#admin = new Administration({
-      db: opened.db,
-      dialect,
-      tables,
-      logger: resolved.logger,
-      retentionMs: resolved.retentionMs,
-      isClosed: () => this.#closed,
-    });
+    // The resolved options carry the dialect, tables, logger and retention it needs.
+    this.#admin = new Administration({ ...resolved, db: opened.db, isClosed: () => this.#closed });
   }
 
   /** The guard's runner for validated jobs, for this package's integrations only. @internal */
@@ -213,8 +207,7 @@ export class Guard implements RunnerHost {
    * fact alive, its job and the next one can overlap. True when the lock was held.
    */
   async unlock(name: string): Promise<boolean> {
-    const job = validateJobName(name);
-    return this.#admin.unlock(job);
+    return this.#admin.unlock(validateJobName(name));
   }
 
   /**
@@ -230,13 +223,17 @@ export class Guard implements RunnerHost {
    * ago), keeping each job's newest run and every `running` row. Returns how many went.
    */
   async prune(olderThan: Date | DurationInput): Promise<number> {
-    const cutoff = pointInTime(olderThan, 'olderThan');
-    return this.#admin.prune(cutoff);
+    return this.#admin.prune(pointInTime(olderThan, 'olderThan'));
   }
 
-  /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */
-  async migrate(): Promise<void> {
-    await this.#admin.migrate();
+  /** Brings the tables to this version's schema (forward only); resolves with the schema versions after. Safe on every replica at start-up. */
+  async migrate(): Promise<SchemaVersions> {
+    return this.#admin.migrate();
+  }
+
+  /** The tables' schema version, this code's, and which cronguard version each replica and lock holder runs (`cronguard versions`). */
+  versions(): Promise<VersionReport> {
+    return this.#admin.versions();
   }
 
   /**

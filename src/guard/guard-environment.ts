@@ -1,4 +1,5 @@
 import type { OpenedDatabase } from '../dialects/connect.js';
+import { ReplicaPresence } from '../admin/replica-presence.js';
 import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
 import type { ExecuteEnvironment } from '../core/environment.js';
 import { GuardEvents } from '../core/events.js';
@@ -15,6 +16,10 @@ export function createGuardEnvironment(
 ): ExecuteEnvironment {
   const { dialect, tables } = resolved;
   const events = new GuardEvents(resolved.logger);
+  // Records this replica's cronguard version beside its lockedBy, rarely, after the locks it takes
+  // (a losing acquire still writes nothing).
+  const presence = new ReplicaPresence({ db: opened.db, dialect, tables, lockedBy: resolved.lockedBy, logger: resolved.logger });
+  events.on('acquired', () => presence.noteActivity());
   return {
     store: dialect.createLockStore(opened.db, tables, {
       native: resolved.preparedStatements ? opened.native : undefined,
