@@ -126,4 +126,42 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
     expect(versions.stdout).toMatch(new RegExp(`^new-replica +${version.replaceAll('.', '\\.')} `, 'm'));
     expect(versions.stdout).toMatch(/^old-job +old-replica +< 0\.2\.0$/m);
   });
+
+  it.skipIf(target.serverUrl === null)('reads the history 0.1.0 wrote, after migrating its tables, as 0.1.0 read it: history(), doctor() and the CLI', async () => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const old = await oldGuardOn(url, prefix);
+    await old.guard.migrate();
+    await old.guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'done');
+    await old.guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => new Promise((resolve) => setTimeout(resolve, 30)));
+    await old.guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
+    await expect(old.guard.run({ name: 'broken', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no route')))).rejects.toThrow('no route');
+    const common = ['--database', url, '--table-prefix', prefix];
+    const before = {
+      history: await old.guard.history({ limit: 100 }),
+      doctor: await old.guard.doctor(),
+      historyText: await cli(old.bin, ['history', ...common]),
+      historyJson: await cli(old.bin, ['history', '--json', ...common]),
+      doctorJson: await cli(old.bin, ['doctor', '--json', ...common]),
+    };
+    expect(before.history.runs).toHaveLength(4);
+    expect(before.historyText).toMatchObject({ code: 0, stderr: '' });
+
+    const { guard, logger } = guardOn(url, prefix);
+    expect(await guard.migrate()).toEqual({ database: SCHEMA_VERSION, code: SCHEMA_VERSION });
+    expect(await guard.history({ limit: 100 })).toEqual(before.history);
+    const doctor = await guard.doctor();
+    expect(doctor).toHaveLength(before.doctor.length);
+    // doctor() says more since 0.1.0 (cancelled runs, the holder and its version): what 0.1.0 said is unchanged.
+    before.doctor.forEach((diagnosis, index) => expect(doctor[index]).toMatchObject({ ...diagnosis, lockedBy: 'old-replica', version: null }));
+    expect(await cli(newBin, ['history', ...common])).toEqual(before.historyText);
+    expect(await cli(newBin, ['history', '--json', ...common])).toEqual(before.historyJson);
+    const doctorJson = await cli(newBin, ['doctor', '--json', ...common]);
+    expect(doctorJson.code).toBe(before.doctorJson.code);
+    const oldDiagnoses = JSON.parse(before.doctorJson.stdout) as Record<string, unknown>[];
+    const newDiagnoses = JSON.parse(doctorJson.stdout) as Record<string, unknown>[];
+    expect(newDiagnoses).toHaveLength(oldDiagnoses.length);
+    oldDiagnoses.forEach((diagnosis, index) => expect(newDiagnoses[index]).toMatchObject(diagnosis));
+    expect([...logger.errors, ...logger.warnings, ...old.logger.errors, ...old.logger.warnings]).toEqual([]);
+  });
 });

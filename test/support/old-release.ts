@@ -42,8 +42,10 @@ export function unpackOldRelease(): { folder: string; entry: string; bin: string
   if (unpacked === undefined) {
     const root = mkdtempSync(join(tmpdir(), 'cronguard-0.1.0-'));
     execFileSync('tar', ['-xzf', TARBALL, '-C', root]);
-    // Its source maps point at src/*.ts, which the package does not ship (vite would warn of each).
+    // Its source maps point at src/*.ts, which the package does not ship (vite would warn of each
+    // file): the maps and the comments naming them go.
     execFileSync('find', [join(root, 'package'), '-name', '*.js.map', '-delete']);
+    execFileSync('find', [join(root, 'package'), '-name', '*.js', '-exec', 'sed', '-i', '/^\\/\\/# sourceMappingURL=/d', '{}', '+']);
     symlinkSync(join(repoRoot, 'node_modules'), join(root, 'node_modules'), 'dir');
     unpacked = join(root, 'package');
   }
