@@ -3,7 +3,7 @@ import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { createDashboardReader, type RecentRuns } from './dashboard-reads.js';
-import { packageVersion } from '../core/package-version.js';
+import { packageVersionOrUnknown } from '../core/package-version.js';
 import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
 import { createLockReader, type LockRecord } from './locks.js';
@@ -75,7 +75,7 @@ export class Administration {
       const replicas: ReplicaRecord[] = await this.#replicas.list();
       const holders = (await this.#lockReader.list()).filter((lock) => lock.state === 'held');
       return {
-        package: packageVersion(),
+        package: packageVersionOrUnknown(),
         schema,
         replicas,
         holders: holders.map((lock) => ({ job: lock.name, lockedBy: lock.lockedBy, version: holderVersion(lock.lockedBy, replicas) })),

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { packageVersion } from '../core/package-version.js';
+import { packageVersionOrUnknown } from '../core/package-version.js';
 import { createReplicaTable, REPLICA_FORGOTTEN_AFTER_MS, type ReplicaTable } from './replicas.js';
 import { readSchemaVersions } from './schema-version.js';
 
@@ -63,7 +63,7 @@ export class ReplicaPresence {
           this.#toldOutdated = true;
           const error = new GuardError(
             'SCHEMA_OUTDATED',
-            `The cronguard tables are at schema version ${database}; cronguard ${packageVersion()} needs ${code}. ` +
+            `The cronguard tables are at schema version ${database}; cronguard ${packageVersionOrUnknown()} needs ${code}. ` +
               'Jobs still run, but this replica does not record its version (`cronguard locks` shows it as "< 0.2.0"): ' +
               'run `cronguard migrate` or `await guard.migrate()`',
           );
@@ -71,7 +71,7 @@ export class ReplicaPresence {
         }
         return REPLICA_REFRESH_MS;
       }
-      await this.#table.write(lockedBy, packageVersion(), !this.#written);
+      await this.#table.write(lockedBy, packageVersionOrUnknown(), !this.#written);
       this.#written = true;
       await this.#table.forget(new Date(Date.now() - REPLICA_FORGOTTEN_AFTER_MS));
       return REPLICA_REFRESH_MS;

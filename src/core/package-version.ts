@@ -19,3 +19,12 @@ export function packageVersion(): string {
   }
   throw new Error("cronguard's package.json was not found above the folder of src/core/package-version");
 }
+
+/** `packageVersion()`, or 'unknown' where no package.json sits above the code (an app bundled into one file). */
+export function packageVersionOrUnknown(): string {
+  try {
+    return packageVersion();
+  } catch {
+    return 'unknown';
+  }
+}
