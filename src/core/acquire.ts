@@ -5,6 +5,7 @@ import { AcquireFailureLog } from './failure-log.js';
 import { HeldLock } from './held-lock.js';
 import type { ResolvedJob } from './job-options.js';
 import type { LockSite, RunDependencies } from './run-dependencies.js';
+import type { RunRequest } from './run-request.js';
 import { SKIPPED_LOCKED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
 
@@ -38,7 +39,7 @@ export class LockAcquirer {
    * is a skip with reason 'error' (fail closed, never run unguarded), reported to the logger and as
    * an `error` event.
    */
-  async acquire(job: ResolvedJob, slot: Date | null): Promise<HeldLock | Skip> {
+  async acquire(job: ResolvedJob, { slot }: RunRequest): Promise<HeldLock | Skip> {
     const site = this.#site;
     const environment = site.dependencies;
     const pending = this.#pending.get(job.name);

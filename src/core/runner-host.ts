@@ -1,5 +1,6 @@
 import type { JobFunction } from './execute.js';
 import type { JobOptions, ResolvedJob } from './job-options.js';
+import { UNSCHEDULED } from './run-request.js';
 import type { RunResult } from './run-result.js';
 import type { ResolvedJobRunner } from './runner.js';
 
@@ -35,6 +36,6 @@ export function lateBoundRunner(
       job = runner.resolveDecoratedJob(options);
       resolved.set(host, job);
     }
-    return runner.runResolved(job, fn, null);
+    return runner.runResolved(job, fn, UNSCHEDULED);
   };
 }

@@ -8,6 +8,7 @@ import { InFlight } from './in-flight.js';
 import { resolveJob, type JobOptions, type ResolvedJob } from './job-options.js';
 import { ReleasedLocks } from './released-locks.js';
 import type { LockSite, RunDependencies } from './run-dependencies.js';
+import type { RunRequest } from './run-request.js';
 import type { RunResult, Skip } from './run-result.js';
 import { withTimeout } from './timeout.js';
 import { UnslottedWarning } from './unslotted-warning.js';
@@ -22,7 +23,7 @@ export interface ResolvedJobRunner {
   resolveJob(options: JobOptions): ResolvedJob;
   /** `resolveJob` for a method decorator: warns once when the job has neither `cron` nor lockAtLeastFor. */
   resolveDecoratedJob(options: JobOptions): ResolvedJob;
-  runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>>;
+  runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>>;
 }
 
 /**
@@ -33,7 +34,7 @@ export interface ResolvedJobRunner {
 export interface LockTaker {
   /** Whether the runner is closed: `take` then refuses. */
   readonly closed: boolean;
-  take(job: ResolvedJob, slot: Date | null): Promise<HeldLock | Skip>;
+  take(job: ResolvedJob, request: RunRequest): Promise<HeldLock | Skip>;
 }
 
 /**
@@ -88,14 +89,14 @@ export class Runner implements ResolvedJobRunner, LockTaker {
 
   /**
    * Runs `fn` in this process if this execution takes the job's lock, else skips: acquire, run,
-   * `finish` (the outcome's event, the release). A job with a `cron` option and no `slot` claims
-   * the slot its expression last fired at (replica clock). A job that throws rejects with exactly
+   * `finish` (the outcome's event, the release). A job with a `cron` option and no `slot` in its
+   * request claims the slot its expression last fired at (replica clock). A job that throws rejects with exactly
    * what it threw, after the release; the guard's own failures never reject (they are skips).
    */
-  async runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>> {
+  async runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>> {
     // A job called by another scheduler claims the slot its `cron` last fired at (replica clock).
-    const claimed = slot ?? job.cron?.slotAt(new Date()) ?? null;
-    if (this.#closed) return this.#refuse(job, claimed);
+    const claimed = request.slot === null && job.cron !== undefined ? { ...request, slot: job.cron.slotAt(new Date()) } : request;
+    if (this.#closed) return this.#refuse(job, claimed.slot);
     return this.#inFlight.track(this.#execute(job, fn, claimed));
   }
 
@@ -104,9 +105,9 @@ export class Runner implements ResolvedJobRunner, LockTaker {
    * `runResolved`). The caller ends the run with `finish` on the lock it got. Shutdown waits for
    * the acquire, then for the `finish`, but no longer than the lock lasts (lockAtMostFor).
    */
-  take(job: ResolvedJob, slot: Date | null): Promise<HeldLock | Skip> {
-    if (this.#closed) return Promise.resolve(this.#refuse(job, slot));
-    const taking = this.#acquirer.acquire(job, slot).then((held) => {
+  take(job: ResolvedJob, request: RunRequest): Promise<HeldLock | Skip> {
+    if (this.#closed) return Promise.resolve(this.#refuse(job, request.slot));
+    const taking = this.#acquirer.acquire(job, request).then((held) => {
       // Tracked before `taking` settles, so that shutdown never sees a gap between the two.
       if (isHeld(held)) void this.#inFlight.track(held.untilFinishedOrExpired());
       return held;
@@ -161,10 +162,10 @@ export class Runner implements ResolvedJobRunner, LockTaker {
   }
 
   /** One execution in this process: acquire, run the job in its context, finish. */
-  async #execute<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>> {
-    const held = await this.#acquirer.acquire(job, slot);
+  async #execute<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>> {
+    const held = await this.#acquirer.acquire(job, request);
     if (!isHeld(held)) return held;
-    const execution = new Execution(job, held.runId, slot, held.acquireSentAt, held);
+    const execution = new Execution(job, held.runId, held.slot, held.acquireSentAt, held);
     this.#running.add(execution);
     // Won while the guard began to shut down: the job is told to stop at once.
     if (this.#closed) execution.abort(shutdownReason(job.name));

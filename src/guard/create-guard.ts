@@ -22,6 +22,7 @@ import { validateJobName, validateSlot, type JobOptions, type ResolvedJob, type 
 import type { RunResult } from '../core/run-result.js';
 import type { ResolvedJobRunner, Runner } from '../core/runner.js';
 import { RUNNER, type RunnerHost } from '../core/runner-host.js';
+import { UNSCHEDULED } from '../core/run-request.js';
 
 /** A guard: runs jobs under their lock rows in one database. */
 export class Guard implements RunnerHost {
@@ -84,7 +85,7 @@ export class Guard implements RunnerHost {
    */
   async run<T>(options: RunOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
     const job = this.#runner.resolveJob(options);
-    return this.#runner.runResolved(job, fn, validateSlot(options.slot, job.name));
+    return this.#runner.runResolved(job, fn, { slot: validateSlot(options.slot, job.name) });
   }
 
   /**
@@ -123,7 +124,7 @@ export class Guard implements RunnerHost {
    */
   guarded(options: JobOptions): GuardedDecorator {
     const job = this.#runner.resolveDecoratedJob(options);
-    return createGuardedDecorator((fn) => this.#runner.runResolved(job, fn, null));
+    return createGuardedDecorator((fn) => this.#runner.runResolved(job, fn, UNSCHEDULED));
   }
 
   /**

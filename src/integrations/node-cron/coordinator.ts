@@ -78,7 +78,7 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
     // the lock back unrun would lose it on every replica. node-cron runs the task (shutdown does
     // not stop the user's own tasks), and shutdown waits for its onComplete, up to the lock's
     // expiry (the runner tracks the held lock until then).
-    const result = await runner.take(job, slot);
+    const result = await runner.take(job, { slot });
     if (!isHeld(result)) return false;
     const entry: HeldEntry = { lock: result, expiry: undefined };
     held.set(key, entry);

@@ -89,7 +89,7 @@ async function runScheduled<T>(host: ScheduleHost, job: ResolvedJob, fn: JobFunc
         context = ctx;
         return fn(ctx);
       },
-      slot,
+      { slot },
     );
   } catch (error) {
     // The signal's reason, when it aborted before the job ended (else EXECUTION_ENDED, which no job threw).
