@@ -90,8 +90,9 @@ export class Runner implements ResolvedJobRunner, LockTaker {
   /**
    * Runs `fn` in this process if this execution takes the job's lock, else skips: acquire, run,
    * `finish` (the outcome's event, the release). A job with a `cron` option and no `slot` in its
-   * request claims the slot its expression last fired at (replica clock). A job that throws rejects with exactly
-   * what it threw, after the release; the guard's own failures never reject (they are skips).
+   * request claims the slot its expression last fired at (replica clock). A job that throws
+   * rejects with exactly what it threw, after the release; the guard's own failures never reject
+   * (they are skips).
    */
   async runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>> {
     // A job called by another scheduler claims the slot its `cron` last fired at (replica clock).
