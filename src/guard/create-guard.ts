@@ -13,17 +13,16 @@ import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/sch
 import type { DialectName } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
 import { GuardError } from '../core/errors.js';
-import type { ExecuteEnvironment } from '../core/environment.js';
-import type { GuardEventMap, GuardEventName } from '../core/events.js';
-import { execute, type JobFunction } from '../core/execute.js';
+import type { GuardEventMap, GuardEventName, GuardEvents } from '../core/events.js';
+import type { JobFunction } from '../core/execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
-import { createGuardEnvironment } from './guard-environment.js';
-import { InFlight } from '../core/in-flight.js';
+import { createGuardRunner } from './guard-runner.js';
 import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
-import { resolveJob, validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
+import { validateJobName, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
-import { RUNNER, type ResolvedJobRunner, type RunnerHost } from '../core/runner.js';
-import { UnslottedWarning } from '../core/unslotted-warning.js';
+import type { ResolvedJobRunner, Runner } from '../core/runner.js';
+import { RUNNER, type RunnerHost } from '../core/runner-host.js';
+import { UNSCHEDULED } from '../core/run-request.js';
 
 /** A guard: runs jobs under their lock rows in one database. */
 export class Guard implements RunnerHost {
@@ -33,27 +32,16 @@ export class Guard implements RunnerHost {
   readonly #db: Kysely<unknown>;
   /** Ends the pool or file the guard opened itself; nothing for one passed in. */
   readonly #closeDatabase: () => Promise<void>;
-  readonly #environment: ExecuteEnvironment;
+  /** The one path from a run request to acquire and release, and the owner of the run state. */
+  readonly #runner: Runner;
+  readonly #events: GuardEvents;
   readonly #admin: Administration;
-  readonly #inFlight = new InFlight();
   readonly #tasks = new Set<ScheduledTask>();
   /** Before a scheduled fire after a quiet spell, opens the connections its runs will need. */
   readonly #warmUp = new ConnectionWarmUp(this.#tasks, async (connections) => {
     await Promise.all(Array.from({ length: connections }, () => this.#db.executeQuery(SELECT_ONE)));
   });
-  #closed = false;
   #shutdown: Promise<void> | undefined;
-  #unslottedWarning: UnslottedWarning | undefined;
-  readonly #runner: ResolvedJobRunner = {
-    resolveJob: (options) => resolveJob(options, this.#options.defaults),
-    resolveDecoratedJob: (options) => {
-      const job = resolveJob(options, this.#options.defaults);
-      this.#unslottedWarning ??= new UnslottedWarning(this.#options.logger);
-      this.#unslottedWarning.check(job);
-      return job;
-    },
-    runResolved: (job, fn, slot) => this.#runResolved(job, fn, slot),
-  };
 
   constructor(options: GuardOptions) {
     const resolved = resolveGuardOptions(options);
@@ -63,20 +51,18 @@ export class Guard implements RunnerHost {
     this.#options = resolved;
     this.dialect = dialect.name;
     this.#db = opened.db;
+    // A run that executed (whatever started it) may start the hourly retention prune.
+    const { runner, events } = createGuardRunner(resolved, opened, () => this.#admin.pruneByRetention());
+    this.#runner = runner;
+    this.#events = events;
     // Shutdown calls this once it has stopped waiting for work in flight: a late release is then
     // not retried against a pool that is being ended.
-    const stopped = new AbortController();
     this.#closeDatabase = () => {
-      stopped.abort();
+      runner.end();
       return opened.close();
     };
-    this.#environment = createGuardEnvironment(resolved, opened, {
-      inFlight: this.#inFlight,
-      isStopping: () => this.#closed,
-      stopped: stopped.signal,
-    });
     // The resolved options carry the dialect, tables, logger and retention it needs.
-    this.#admin = new Administration({ ...resolved, db: opened.db, isClosed: () => this.#closed });
+    this.#admin = new Administration({ ...resolved, db: opened.db, isClosed: () => runner.closed });
   }
 
   /** The guard's runner for validated jobs, for this package's integrations only. @internal */
@@ -92,24 +78,8 @@ export class Guard implements RunnerHost {
    * const result = await guard.run({ name: 'nightly-report', lockAtMostFor: '10m' }, (ctx) => buildReport(ctx.signal));
    */
   async run<T>(options: RunOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
-    const job = resolveJob(options, this.#options.defaults);
-    return this.#runResolved(job, fn, validateSlot(options.slot, job.name));
-  }
-
-  /** `run` for options validated beforehand (the decorators validate once, when applied). */
-  async #runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>> {
-    // A job called by another scheduler claims the slot its `cron` last fired at (replica clock).
-    const claimed = slot ?? job.cron?.slotAt(new Date()) ?? null;
-    if (this.#closed) {
-      const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name });
-      this.#options.logger.warn(error.message);
-      // Every skip emits `skipped` (the OpenTelemetry skip counter counts these), as error skips in acquire do.
-      this.#environment.events.emit('skipped', { job: job.name, slot: claimed, reason: 'error', error });
-      return { executed: false, reason: 'error', error };
-    }
-    const result = await this.#inFlight.track(execute(this.#environment, job, fn, claimed));
-    if (result.executed) this.#admin.pruneByRetention();
-    return result;
+    const job = this.#runner.resolveJob(options);
+    return this.#runner.runResolved(job, fn, { slot: validateSlot(options.slot, job.name) });
   }
 
   /**
@@ -118,13 +88,13 @@ export class Guard implements RunnerHost {
    * logged, never thrown into the guard.
    */
   on<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): this {
-    this.#environment.events.on(event, listener);
+    this.#events.on(event, listener);
     return this;
   }
 
   /** Stops listening. */
   off<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): this {
-    this.#environment.events.off(event, listener);
+    this.#events.off(event, listener);
     return this;
   }
 
@@ -134,7 +104,7 @@ export class Guard implements RunnerHost {
    * option is wrong, the same one `run` would throw: for checking job definitions at start-up.
    */
   resolveJob(options: JobOptions): ResolvedJob {
-    return resolveJob(options, this.#options.defaults);
+    return this.#runner.resolveJob(options);
   }
 
   /**
@@ -148,7 +118,7 @@ export class Guard implements RunnerHost {
    */
   guarded(options: JobOptions): GuardedDecorator {
     const job = this.#runner.resolveDecoratedJob(options);
-    return createGuardedDecorator((fn) => this.#runResolved(job, fn, null));
+    return createGuardedDecorator((fn) => this.#runner.runResolved(job, fn, UNSCHEDULED));
   }
 
   /**
@@ -159,13 +129,13 @@ export class Guard implements RunnerHost {
    * guard.schedule('0 3 * * *', { name: 'nightly-report', lockAtMostFor: '30m', timezone: 'Europe/Paris' }, (ctx) => buildReport(ctx.signal));
    */
   schedule<T>(expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
-    if (this.#closed) {
+    if (this.#runner.closed) {
       // A live node-cron task behind a closed guard would only log GUARD_CLOSED at every tick.
-      const job = resolveJob(options, this.#options.defaults).name;
+      const job = this.#runner.resolveJob(options).name;
       throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
     }
     return scheduleJob(
-      { ...this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger },
+      { runner: this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger },
       expression,
       options,
       fn,
@@ -180,7 +150,7 @@ export class Guard implements RunnerHost {
    */
   coordinator(options: CoordinatorOptions = {}): RunCoordinator {
     return createRunCoordinator(
-      { environment: this.#environment, defaults: this.#options.defaults, inFlight: this.#inFlight, isClosed: () => this.#closed },
+      { runner: this.#runner, defaults: this.#options.defaults, logger: this.#options.logger },
       options,
     );
   }
@@ -272,14 +242,12 @@ export class Guard implements RunnerHost {
   }
 
   async #stop(timeoutMs: number): Promise<void> {
-    this.#closed = true;
     await shutdownGuard({
       timeoutMs,
       logger: this.#options.logger,
       tasks: this.#tasks,
       warmUp: this.#warmUp,
-      environment: this.#environment,
-      inFlight: this.#inFlight,
+      runner: this.#runner,
       closeDatabase: this.#closeDatabase,
     });
   }
