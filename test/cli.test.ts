@@ -29,7 +29,7 @@ describe.each(dialectTargets())('cronguard migrate on $name', (target) => {
     const url = databaseUrl(target);
     const prefix = uniquePrefix();
     const first = await cronguard(['migrate', '--database', url, '--table-prefix', prefix]);
-    expect(first).toEqual({ code: 0, stdout: 'cronguard: tables are up to date\n', stderr: '' });
+    expect(first).toEqual({ code: 0, stdout: 'cronguard: tables are up to date (schema version 3)\n', stderr: '' });
     const again = await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url });
     expect(again.code).toBe(0);
     // CRONGUARD_DATABASE_URL first, then DATABASE_URL (the app's own variable); --database before both.
@@ -57,9 +57,12 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
 
     const locks = await cronguard(['locks', ...common]);
     expect(locks.code).toBe(0);
-    expect(locks.stdout.split('\n')[0]).toMatch(/^JOB +STATE +RUNNING +LOCKED BY +LOCKED AT +UNTIL +LEFT$/);
+    expect(locks.stdout.split('\n')[0]).toMatch(/^JOB +STATE +RUNNING +LOCKED BY +VERSION +LOCKED AT +UNTIL +LEFT$/);
     expect(locks.stdout).toMatch(/^kept +held +no +replica-a /m);
     expect(locks.stdout).toMatch(/^healthy +free +no +replica-a /m);
+    // The guard records its cronguard version in the background after its first run.
+    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    await expect.poll(async () => (await cronguard(['locks', ...common])).stdout, { timeout: 20_000 }).toMatch(new RegExp(`^kept +held +no +replica-a +${version.replaceAll('.', '\\.')} `, 'm'));
     const locksJson = JSON.parse((await cronguard(['locks', '--json', ...common])).stdout) as { name: string; state: string }[];
     expect(locksJson.map((lock) => [lock.name, lock.state])).toEqual([
       ['broken', 'free'],

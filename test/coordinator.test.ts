@@ -1,8 +1,10 @@
 // guard.coordinator(): node-cron's RunCoordinator hooks called directly, on a SQLite file. What is
 // tested here is the coordinator's own bookkeeping (options, timers, shutdown), which is the same on
-// every dialect; node-cron replicas on every dialect are in node-cron.test.ts.
+// every dialect; node-cron replicas on every dialect are in node-cron.test.ts. The last block checks,
+// on every dialect, that a coordinator fire takes the same path as guard.run (the guard's Runner).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import type { Guard, GuardEventName } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 
@@ -96,5 +98,55 @@ describe.each(sqlite)('guard.coordinator() on $name', (target) => {
     const [lock] = await reader.locks();
     expect(lock).toMatchObject({ name: 'deploy', state: 'free' });
     expect((await reader.history({ job: 'deploy' })).runs.map((run) => run.status)).toEqual(['succeeded']);
+  });
+});
+
+/** Every event the guard emits for the runs of `job`, with the names of its payload's fields. */
+function eventsOf(guard: Guard, job: string): Array<[GuardEventName, string[]]> {
+  const seen: Array<[GuardEventName, string[]]> = [];
+  const names: GuardEventName[] = ['acquired', 'skipped', 'succeeded', 'failed', 'cancelled', 'abandoned', 'released', 'lock-lost', 'overran', 'error'];
+  for (const name of names) {
+    guard.on(name, (payload: { job?: string }) => {
+      if (payload.job === job) seen.push([name, Object.keys(payload).sort()]);
+    });
+  }
+  return seen;
+}
+
+describe.each(dialectTargets())('a guard.coordinator() fire on $name', (target) => {
+  it.skipIf(target.serverUrl === null)('emits the events guard.run emits, and finishes its history row the same way', async () => {
+    const { guard } = await migratedGuard(target);
+    const byRun = eventsOf(guard, 'by-run');
+    const byCoordinator = eventsOf(guard, 'by-coordinator');
+    const slot = new Date(Math.floor(Date.now() / 1_000) * 1_000);
+    expect(await guard.run({ name: 'by-run', lockAtMostFor: '1m', slot }, () => 1)).toEqual({ executed: true, value: 1 });
+    const coordinator = guard.coordinator({ lockAtMostFor: '1m' });
+    const key = keyOf('by-coordinator', slot);
+    expect(await coordinator.shouldRun(key, 30_000)).toBe(true);
+    await coordinator.onComplete?.(key);
+    expect(byRun.map(([name]) => name)).toEqual(['acquired', 'succeeded', 'released']);
+    expect(byCoordinator).toEqual(byRun);
+    const fields = async (job: string): Promise<unknown> => {
+      const [run] = (await guard.history({ job })).runs;
+      return { status: run?.status, error: run?.error, overran: run?.overran, slot: run?.slot, finished: run?.finishedAt instanceof Date };
+    };
+    expect(await fields('by-coordinator')).toEqual(await fields('by-run'));
+    // A second fire for the same slot skips as a second guard.run would, with the same event.
+    expect(await coordinator.shouldRun(key, 30_000)).toBe(false);
+    expect((await guard.run({ name: 'by-run', lockAtMostFor: '1m', slot }, () => 2)).executed).toBe(false);
+    expect(byCoordinator).toEqual(byRun);
+  });
+
+  it.skipIf(target.serverUrl === null)('starts the historyRetention prune after a fire it ran, as guard.run does', async () => {
+    const { guard: writer, url, prefix } = await migratedGuard(target);
+    for (const name of ['x', 'x', 'x', 'y', 'y']) await writer.run({ name, lockAtMostFor: '1m' }, () => 1);
+    await sleep(150);
+    const retaining = guardOn(url, prefix, { historyRetention: '100ms' }).guard;
+    const coordinator = retaining.coordinator({ lockAtMostFor: '1m' });
+    const key = keyOf('x');
+    expect(await coordinator.shouldRun(key, 30_000)).toBe(true);
+    await coordinator.onComplete?.(key);
+    const jobs = async (): Promise<string[]> => (await writer.history()).runs.map((run) => run.job).sort();
+    await expect.poll(jobs).toEqual(['x', 'y']);
   });
 });

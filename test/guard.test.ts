@@ -55,9 +55,11 @@ describe.each(dialectTargets())('guard on $name', (target) => {
     it('takes over a lock whose lockAtMostFor has passed', async () => {
       const { guard, url, prefix } = await migratedGuard(target);
       const dead = guardOn(url, prefix).guard;
-      // A holder that never releases: its job outlives lockAtMostFor.
+      // A holder that never releases: its job outlives lockAtMostFor. Waited for by its event, not a
+      // fixed sleep: on a busy machine the new guard's first connection can take longer than that.
+      const taken = new Promise((resolve) => dead.on('acquired', resolve));
       const stuck = dead.run({ name: 'expires', lockAtMostFor: '500ms' }, () => sleep(1_500));
-      await sleep(100);
+      await taken;
       expect(await guard.run({ name: 'expires', lockAtMostFor: '500ms' }, () => 'early')).toEqual({ executed: false, reason: 'locked' });
       await sleep(600);
       expect(await guard.run({ name: 'expires', lockAtMostFor: '500ms' }, () => 'late')).toEqual({ executed: true, value: 'late' });

@@ -16,6 +16,9 @@ describe.each(targets)('losing on $name', (target) => {
     const contender = guardOn(url, prefix).guard;
     if (reason === 'locked') await holder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, () => undefined);
     else await holder.pause('held');
+    // The holder records its cronguard version once, beside its first run: done before measuring
+    // (a pause takes no lock, so nothing records a version there).
+    if (reason === 'locked') await expect.poll(async () => (await holder.versions()).replicas.length, { timeout: 10_000 }).toBe(1);
     const lose = async () => {
       for (let i = 0; i < ATTEMPTS; i += 1) {
         expect(await contender.run({ name: 'held', lockAtMostFor: '1m' }, () => 'never')).toEqual({ executed: false, reason });

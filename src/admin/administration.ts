@@ -3,12 +3,19 @@ import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { createDashboardReader, type RecentRuns } from './dashboard-reads.js';
+import { packageVersionOrUnknown } from '../core/package-version.js';
 import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
 import { createLockReader, type LockRecord } from './locks.js';
 import { runMigrations } from './migrate.js';
 import { createPruner } from './prune.js';
 import type { RunRecord } from './run-record.js';
+import { createReplicaTable, type ReplicaRecord, type ReplicaTable } from './replicas.js';
+import { readSchemaVersions, type SchemaVersions } from './schema-version.js';
+import { holderVersion, type VersionReport } from './version-report.js';
+
+export type { VersionReport } from './version-report.js';
+export type { SchemaVersions } from './schema-version.js';
 
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -36,6 +43,7 @@ export class Administration {
   readonly #lockReader: ReturnType<typeof createLockReader>;
   readonly #prune: ReturnType<typeof createPruner>;
   readonly #dashboardReader: ReturnType<typeof createDashboardReader>;
+  readonly #replicas: ReplicaTable;
   /** performance.now() of the last retention prune; the first comes after the first run. */
   #prunedAt = Number.NEGATIVE_INFINITY;
 
@@ -45,14 +53,34 @@ export class Administration {
     this.#lockReader = createLockReader(parts.db, parts.dialect, parts.tables);
     this.#prune = createPruner(parts.db, parts.dialect, parts.tables);
     this.#dashboardReader = createDashboardReader(parts.db, parts.dialect, parts.tables);
+    this.#replicas = createReplicaTable(parts.db, parts.dialect, parts.tables);
   }
 
   history(query: HistoryQuery | undefined): Promise<HistoryPage> {
     return this.#reading(() => this.#readHistory(query), 'history');
   }
 
+  /** Each lock row with the cronguard version its holder recorded (migration 003). */
   locks(): Promise<LockRecord[]> {
-    return this.#reading(() => this.#lockReader.list(), 'locks');
+    return this.#reading(async () => {
+      const replicas = await this.#replicas.list();
+      return (await this.#lockReader.list()).map((lock) => ({ ...lock, version: holderVersion(lock.lockedBy, replicas) }));
+    }, 'locks');
+  }
+
+  /** The schema version of the tables and of this code, and the replicas' cronguard versions. */
+  versions(): Promise<VersionReport> {
+    return this.#reading(async () => {
+      const schema = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+      const replicas: ReplicaRecord[] = await this.#replicas.list();
+      const holders = (await this.#lockReader.list()).filter((lock) => lock.state === 'held');
+      return {
+        package: packageVersionOrUnknown(),
+        schema,
+        replicas,
+        holders: holders.map((lock) => ({ job: lock.name, lockedBy: lock.lockedBy, version: holderVersion(lock.lockedBy, replicas) })),
+      };
+    }, 'versions');
   }
 
   /** Every job's newest runs, in one query (the dashboard's overview). */
@@ -74,10 +102,11 @@ export class Administration {
   doctor(): Promise<JobDiagnosis[]> {
     return this.#reading(async () => {
       const now = await this.#lockReader.now();
+      const replicas = await this.#replicas.list();
       const diagnoses: JobDiagnosis[] = [];
       for (const lock of await this.#lockReader.list()) {
         const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB }, { withSkips: false });
-        diagnoses.push(diagnoseJob(lock.name, runs, now));
+        diagnoses.push({ ...diagnoseJob(lock.name, runs, now), lockedBy: lock.lockedBy, version: holderVersion(lock.lockedBy, replicas) });
       }
       return diagnoses;
     }, 'doctor');
@@ -87,9 +116,9 @@ export class Administration {
     return this.#reading(() => this.#prune(cutoff), 'prune');
   }
 
-  async migrate(): Promise<void> {
+  async migrate(): Promise<SchemaVersions> {
     this.#assertOpen('migrate');
-    await runMigrations(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+    return runMigrations(this.#parts.db, this.#parts.dialect, this.#parts.tables);
   }
 
   /** With historyRetention, prunes in the background at most once an hour; never delays the job. */

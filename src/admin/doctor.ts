@@ -25,7 +25,13 @@ export interface JobDiagnosis {
    */
   readonly slotAheadMs: number | null;
   readonly problems: string[];
+  /** Who took the job's lock last (`lockedBy`), and the cronguard version it recorded (null: before 0.2.0). */
+  readonly lockedBy: string;
+  readonly version: string | null;
 }
+
+/** What a job's runs alone say: a `JobDiagnosis` without its lock row's holder. */
+export type RunsDiagnosis = Omit<JobDiagnosis, 'lockedBy' | 'version'>;
 
 /** A slot that starts this much before its own time, on the database clock, means a fast replica clock. */
 export const SLOT_AHEAD_TOLERANCE_MS = 1_000;
@@ -50,7 +56,7 @@ export function suggestLockAtMostFor(maxMs: number): number {
 }
 
 /** Diagnoses one job from its newest runs (newest first) and the database's clock. */
-export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date): JobDiagnosis {
+export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date): RunsDiagnosis {
   const finished = runs.filter((run) => run.durationMs !== null && run.status !== 'skipped');
   const durations = finished.map((run) => run.durationMs ?? 0).sort((a, b) => a - b);
   const count = (predicate: (run: RunRecord) => boolean): number => runs.filter(predicate).length;

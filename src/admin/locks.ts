@@ -16,6 +16,11 @@ export interface LockRecord {
   readonly remainingMs: number;
   /** An execution holds it and has not released it (false while only lockAtLeastFor keeps it). */
   readonly running: boolean;
+  /**
+   * The cronguard version of the replica that took it last (`lockedBy`), as that replica recorded it;
+   * null when it recorded none: it runs a version before 0.2.0, or the tables are not migrated.
+   */
+  readonly version: string | null;
   /** The operator's pause in force (`guard.pause`), or null; a pause whose `until` has passed is null. */
   readonly paused: { readonly until: Date | null; readonly reason: string | null; readonly by: string; readonly at: Date } | null;
   /** A "run now" request no replica has run yet (`guard.trigger`), or null. */
@@ -77,7 +82,7 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
       if (now === undefined) throw new Error('the database returned no time');
       return toDate(now);
     },
-    async list(): Promise<LockRecord[]> {
+    async list(): Promise<Omit<LockRecord, 'version'>[]> {
       const { rows } = await sql<LockRow>`SELECT ${columns} FROM ${locks} ORDER BY name`.execute(db);
       return rows.map((row) => {
         const remaining = Number(row.remaining_ms);

@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Migrator, type Kysely } from 'kysely';
-import { cronguardMigrations } from '../../migrations/index.js';
+import { Migrator, type Kysely, type Migration } from 'kysely';
+import { baseMigrations, schemaMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
+import { appliedSchemaMigrations, readSchemaVersions, type SchemaVersions } from './schema-version.js';
 
 /**
  * How long a migration that keeps losing races with other processes is retried. By time, not by
@@ -11,29 +12,64 @@ import { GuardError, messageOf } from '../core/errors.js';
  */
 const MIGRATION_RACE_BUDGET_MS = 60_000;
 
+/** A migration a newer version applied: already done, so never run; listed so that Kysely accepts the ledger. */
+const APPLIED_ELSEWHERE: Migration = { up: () => Promise.resolve() };
+
 /**
- * Brings the guard's tables to the latest schema. Safe on many replicas at once: Kysely's migrator
- * takes a lock (an advisory lock on PostgreSQL, GET_LOCK on MySQL) and tolerates a concurrent
- * creator of its own tables. Where the dialect has no such lock (SQLite), a migration that lost a
- * race with another process (`dialect.isMigrationRace`) is retried; by then it finds the work done.
+ * Brings the guard's tables to the latest schema, in two ledgers (migrations/index.ts): 001 and 002
+ * in `<prefix>migrations`, exactly as 0.1.0 records them (so that 0.1.0's own `migrate()` still
+ * finds only what it knows), then 003 onwards in `<prefix>schema_migrations`. Returns the schema
+ * versions after.
+ *
+ * Safe on many replicas at once: Kysely's migrator takes a lock (an advisory lock on PostgreSQL,
+ * GET_LOCK on MySQL) and tolerates a concurrent creator of its own tables. Where the dialect has no
+ * such lock (SQLite), a migration that lost a race with another process (`dialect.isMigrationRace`)
+ * is retried; by then it finds the work done.
  */
-export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<void> {
+export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<SchemaVersions> {
   const started = performance.now();
   // A prefix without a schema means the schema unqualified names resolve to: named, so that the
   // migrator and the migrations look for existing tables there and not in every schema.
   const schema = tables.schema ?? (await currentSchema(db, dialect));
-  const inSchema = { ...tables, schema };
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: () => Promise.resolve(cronguardMigrations({ tables: inSchema, dialect })) },
-    migrationTableName: tables.migrations,
-    migrationLockTableName: tables.migrationLock,
-    ...(schema === undefined ? {} : { migrationTableSchema: schema }),
+  const context = { tables: { ...tables, schema }, dialect };
+  const migrator = (table: string, lockTable: string, migrations: Record<string, Migration>): Migrator =>
+    new Migrator({
+      db,
+      provider: { getMigrations: () => Promise.resolve(migrations) },
+      migrationTableName: table,
+      migrationLockTableName: lockTable,
+      ...(schema === undefined ? {} : { migrationTableSchema: schema }),
+    });
+  await migrateToLatest(dialect, started, () => Promise.resolve(migrator(tables.migrations, tables.migrationLock, baseMigrations(context))));
+  await migrateToLatest(dialect, started, async () => {
+    // A newer version's migrations are in the ledger and not in this code: Kysely refuses a ledger
+    // naming migrations it was not given, so they are given, as already done. Read before the
+    // migrator starts: on SQLite its transaction holds the one connection.
+    const applied = await appliedSchemaMigrations(db, dialect, context.tables);
+    const known = schemaMigrations(context);
+    return migrator(tables.schemaMigrations, tables.schemaMigrationLock, { ...Object.fromEntries(applied.map((name) => [name, APPLIED_ELSEWHERE])), ...known });
   });
+  try {
+    return await readSchemaVersions(db, dialect, context.tables);
+  } catch (error) {
+    throw migrationFailed(error);
+  }
+}
+
+async function migrateToLatest(dialect: Dialect, started: number, migrator: () => Promise<Migrator>): Promise<void> {
+  let ledgerRaces = 0;
   for (;;) {
-    const { error } = await migrator.migrateToLatest();
+    let error: unknown;
+    try {
+      ({ error } = await (await migrator()).migrateToLatest());
+    } catch (readFailed) {
+      error = readFailed;
+    }
     if (error === undefined) return;
-    if (dialect.isMigrationRace(error) && performance.now() - started < MIGRATION_RACE_BUDGET_MS) {
+    // "corrupted migrations": a newer replica recorded a migration after the ledger was read; read
+    // it again, a few times (more would be a ledger edited by hand, which no retry mends).
+    const ledgerRace = error instanceof Error && error.message.startsWith('corrupted migrations') && (ledgerRaces += 1) <= 5;
+    if ((ledgerRace || dialect.isMigrationRace(error)) && performance.now() - started < MIGRATION_RACE_BUDGET_MS) {
       await sleep(20 + Math.random() * 80);
       continue;
     }

@@ -28,9 +28,14 @@ export interface CommandOptions {
 export class UsageError extends Error {}
 
 export async function migrateCommand(guard: Guard): Promise<CommandOutput> {
-  await guard.migrate();
-  return { text: 'cronguard: tables are up to date\n', json: { migrated: true }, exitCode: 0 };
+  const schema = await guard.migrate();
+  // A database migrated by a newer cronguard stays ahead: migrations only go forward.
+  const ahead = schema.database > schema.code ? `, ahead of this cronguard's ${schema.code}: a newer version migrated it` : '';
+  return { text: `cronguard: tables are up to date (schema version ${schema.database}${ahead})\n`, json: { migrated: true, schema }, exitCode: 0 };
 }
+
+/** What a holder's version shows as when it recorded none: its guard predates the replica table. */
+export const UNRECORDED_VERSION = '< 0.2.0';
 
 export async function locksCommand(guard: Guard): Promise<CommandOutput> {
   const locks = await guard.locks();
@@ -39,11 +44,12 @@ export async function locksCommand(guard: Guard): Promise<CommandOutput> {
     lock.state,
     lock.running ? 'yes' : 'no',
     lock.lockedBy,
+    lock.version ?? UNRECORDED_VERSION,
     formatTime(lock.lockedAt),
     formatTime(lock.lockUntil),
     lock.state === 'held' ? formatDuration(lock.remainingMs) : '-',
   ]);
-  const headers = ['job', 'state', 'running', 'locked by', 'locked at', 'until', 'left'];
+  const headers = ['job', 'state', 'running', 'locked by', 'version', 'locked at', 'until', 'left'];
   // The operator's pause and pending "run now" requests, in columns only when some job has one.
   if (locks.some((lock) => lock.paused !== null || lock.pendingTrigger !== null)) {
     headers.push('paused', 'paused by', 'reason', 'trigger');
@@ -99,18 +105,20 @@ export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
     formatDuration(job.maxMs),
     formatDuration(job.lockAtMostForMs),
     formatDuration(job.suggestedLockAtMostForMs),
+    job.version ?? UNRECORDED_VERSION,
     job.problems.length === 0 ? 'ok' : 'PROBLEM',
   ]);
   const problems = jobs.flatMap((job) => job.problems.map((problem) => printable(`${job.job}: ${problem}`)));
   const table = formatTable(
-    ['job', 'runs', 'failed', 'cancelled', 'abandoned', 'overran', 'p50', 'p95', 'max', 'lock at most for', 'suggested', 'status'],
+    ['job', 'runs', 'failed', 'cancelled', 'abandoned', 'overran', 'p50', 'p95', 'max', 'lock at most for', 'suggested', 'version', 'status'],
     rows,
   );
   const text =
     jobs.length === 0
       ? 'No jobs yet.\n'
       : `${table}${problems.length === 0 ? '\nNo problems found.\n' : `\n${problems.join('\n')}\n`}` +
-        '\nsuggested = twice the longest run, at least 10s, rounded up (10s steps under a minute, whole minutes above).\n';
+        '\nsuggested = twice the longest run, at least 10s, rounded up (10s steps under a minute, whole minutes above).\n' +
+        `version = the cronguard version of the job's last holder (${UNRECORDED_VERSION}: it recorded none); see cronguard versions.\n`;
   return { text, json: jobs, exitCode: problems.length === 0 ? 0 : 1 };
 }
 
@@ -131,4 +139,28 @@ export async function unlockCommand(guard: Guard, job: string | undefined, optio
   // Nothing to unlock is a failure for a script (a mistyped name, or the holder finished meanwhile).
   const text = unlocked ? `Unlocked "${printable(job)}".\n` : `"${printable(job)}" was not locked: nothing to unlock.\n`;
   return { text, json: { job, unlocked }, exitCode: unlocked ? 0 : 1 };
+}
+
+export async function versionsCommand(guard: Guard): Promise<CommandOutput> {
+  const report = await guard.versions();
+  const { schema } = report;
+  const schemaLine =
+    schema.database < schema.code
+      ? `schema version ${schema.database}; this cronguard (${report.package}) needs ${schema.code}: run cronguard migrate`
+      : `schema version ${schema.database} (this cronguard, ${report.package}, needs ${schema.code})`;
+  const replicas =
+    report.replicas.length === 0
+      ? 'No replica has recorded its version (replicas before 0.2.0 do not).\n'
+      : formatTable(
+          ['replica', 'version', 'started', 'last seen'],
+          report.replicas.map((replica) => [replica.lockedBy, replica.version, formatTime(replica.startedAt), formatTime(replica.seenAt)]),
+        );
+  const holders =
+    report.holders.length === 0
+      ? ''
+      : `\n${formatTable(
+          ['held job', 'locked by', 'version'],
+          report.holders.map((holder) => [holder.job, holder.lockedBy, holder.version ?? UNRECORDED_VERSION]),
+        )}`;
+  return { text: `${schemaLine}\n\n${replicas}${holders}`, json: report, exitCode: 0 };
 }

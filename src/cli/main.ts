@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
 import { printable } from './format.js';
 import { messageOf } from '../core/errors.js';
-import { packageVersion } from './package-version.js';
+import { packageVersion } from '../core/package-version.js';
 import { sqlitePath } from '../dialects/sqlite/connection.js';
 import { dashboardCommand } from './dashboard-command.js';
 import {
@@ -14,6 +14,7 @@ import {
   migrateCommand,
   pruneCommand,
   unlockCommand,
+  versionsCommand,
   UsageError,
   type CommandOptions,
   type CommandOutput,
@@ -23,7 +24,8 @@ import { auditCommand, pauseCommand, resumeCommand, triggerCommand } from './con
 const USAGE = `Usage: cronguard <command> [options]
 
 Commands:
-  migrate                     Create or update the cronguard tables
+  migrate                     Create or update the cronguard tables; prints the schema version
+  versions                    The schema version, and the cronguard version of each replica and lock holder
   locks                       Every lock: held or free, holder, time left
   history                     Runs, newest first
       --job <name>  --status <running|succeeded|failed|cancelled|abandoned|skipped>
@@ -55,6 +57,7 @@ Exit codes: 0 fine, 1 doctor found problems or unlock found nothing to unlock, 2
 /** Options each command accepts, besides --database, --table-prefix and --json. */
 const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   migrate: [],
+  versions: [],
   locks: [],
   history: ['job', 'status', 'since', 'limit', 'before'],
   doctor: [],
@@ -175,6 +178,8 @@ function run(guard: Guard, command: string, job: string | undefined, options: Co
   switch (command) {
     case 'migrate':
       return migrateCommand(guard);
+    case 'versions':
+      return versionsCommand(guard);
     case 'locks':
       return locksCommand(guard);
     case 'history':

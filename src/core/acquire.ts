@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
-import type { ExecuteEnvironment, HeldLock } from './environment.js';
 import { GuardError, messageOf } from './errors.js';
+import { AcquireFailureLog } from './failure-log.js';
+import { HeldLock } from './held-lock.js';
 import type { ResolvedJob } from './job-options.js';
-import { releaseLock } from './release.js';
+import type { LockSite, RunDependencies } from './run-dependencies.js';
+import type { RunRequest } from './run-request.js';
 import { SKIPPED_LOCKED, SKIPPED_PAUSED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
 
@@ -13,118 +15,129 @@ const STALE_AFTER_TIMEOUTS = 10;
 const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: 'not run: the acquire answered after acquireTimeout' });
 
 /**
- * Takes the job's lock for one execution, or says why not. Never rejects: a failed or hung acquire
- * is a skip with reason 'error' (fail closed, never run unguarded), reported to the logger and as
- * an `error` event.
+ * Takes locks for a runner, and owns what that needs to remember: the acquires under way in this
+ * process, and the log of failed ones. Made and used by the `Runner` only.
  */
-export async function acquireLock(
-  environment: ExecuteEnvironment,
-  job: ResolvedJob,
-  slot: Date | null,
-  trigger?: AcquireRequest['trigger'],
-): Promise<HeldLock | Skip> {
-  const pending = environment.pendingAcquires.get(job.name);
-  // An acquire that has not answered for ten times acquireTimeout may never answer (a server that
-  // vanished without closing the connection): past that, one fresh acquire may go out, so that a
-  // process recovers without a restart once the database is back.
-  const waitForPending = pending !== undefined && performance.now() - pending.sentAt < STALE_AFTER_TIMEOUTS * environment.statementTimeoutMs;
-  // A fresh token per execution is the ownership check; locked_by is only for humans.
-  const request: AcquireRequest = {
-    token: randomUUID(),
-    lockedBy: environment.lockedBy,
-    slot,
-    expectFree: !waitForPending && environment.releasedLocks.takeExpectFree(job.name),
-    ...(trigger === undefined ? {} : { trigger }),
-  };
-  if (waitForPending) {
-    // Another execution of this job in this process is taking the lock: whatever it gets, this
-    // one would lose to it. Sending a second acquire would only queue it behind the first (on a
-    // row lock, a pool connection, a dead server): a hung database would pile one up per tick.
-    // Not recorded as a skipped run either: that too would be a statement behind the first.
-    if (!pending.timedOut) return skipped(environment, job, request, 'locked', { record: false });
-    const message = `The previous acquire of job "${job.name}" has still not answered after acquireTimeout, so the run was skipped without sending another`;
-    return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
+export class LockAcquirer {
+  readonly #site: LockSite;
+  /**
+   * The jobs whose acquire is under way in this process, whether it has outlived acquireTimeout,
+   * and when it was sent (performance.now()). Their other runs are skipped without sending another
+   * acquire, so a hung database holds one acquire per job (one more every ten acquireTimeouts).
+   */
+  readonly #pending = new Map<string, { timedOut: boolean; sentAt: number }>();
+  /** Thins the log of failed acquires during an outage (the events still count every one). */
+  readonly #failureLog: AcquireFailureLog;
+
+  constructor(site: LockSite) {
+    this.#site = site;
+    this.#failureLog = new AcquireFailureLog(site.dependencies.logger);
   }
-  // The deadline counts from before the acquire is sent: the lock's expiry on the database clock
-  // cannot be earlier than this plus lockAtMostFor.
-  const acquireSentAt = performance.now();
-  let acquiring: Promise<AcquireOutcome>;
-  try {
-    acquiring = environment.store.acquire(job, request);
-  } catch (cause) {
-    // A store that throws before it has a promise (a driver that cannot even open) still skips.
-    return failed(environment, job, slot, acquireError(environment.dialect, job, cause));
-  }
-  const entry = { timedOut: false, sentAt: acquireSentAt };
-  environment.pendingAcquires.set(job.name, entry);
-  const forget = (): void => {
-    if (environment.pendingAcquires.get(job.name) === entry) environment.pendingAcquires.delete(job.name);
-  };
-  acquiring.then(forget, forget);
-  let outcome: AcquireOutcome | typeof TIMED_OUT;
-  try {
-    outcome = await statementAnswer(environment.store, acquiring, environment.statementTimeoutMs);
-  } catch (cause) {
-    if (environment.isStopping()) {
-      // Shutdown cancelled it on the server (LockStore.cancelAcquires) once its timeout passed.
-      const message = `The guard shut down while job "${job.name}" was taking its lock, so the run was skipped`;
-      return failed(environment, job, slot, new GuardError('GUARD_CLOSED', message, { cause, job: job.name }));
+
+  /**
+   * Takes the job's lock for one execution, or says why not. Never rejects: a failed or hung acquire
+   * is a skip with reason 'error' (fail closed, never run unguarded), reported to the logger and as
+   * an `error` event.
+   */
+  async acquire(job: ResolvedJob, { slot, trigger }: RunRequest): Promise<HeldLock | Skip> {
+    const site = this.#site;
+    const environment = site.dependencies;
+    const pending = this.#pending.get(job.name);
+    // An acquire that has not answered for ten times acquireTimeout may never answer (a server that
+    // vanished without closing the connection): past that, one fresh acquire may go out, so that a
+    // process recovers without a restart once the database is back.
+    const waitForPending = pending !== undefined && performance.now() - pending.sentAt < STALE_AFTER_TIMEOUTS * environment.statementTimeoutMs;
+    // A fresh token per execution is the ownership check; locked_by is only for humans.
+    const request: AcquireRequest = {
+      token: randomUUID(),
+      lockedBy: environment.lockedBy,
+      slot,
+      expectFree: !waitForPending && site.releasedLocks.takeExpectFree(job.name),
+      // A manual run (guard.trigger): the take also requires and clears the pending request.
+      ...(trigger === undefined ? {} : { trigger }),
+    };
+    if (waitForPending) {
+      // Another execution of this job in this process is taking the lock: whatever it gets, this
+      // one would lose to it. Sending a second acquire would only queue it behind the first (on a
+      // row lock, a pool connection, a dead server): a hung database would pile one up per tick.
+      // Not recorded as a skipped run either: that too would be a statement behind the first.
+      if (!pending.timedOut) return this.#skipped(job, request, 'locked', { record: false });
+      const message = `The previous acquire of job "${job.name}" has still not answered after acquireTimeout, so the run was skipped without sending another`;
+      return this.#failed(job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
     }
-    return failed(environment, job, slot, acquireError(environment.dialect, job, cause));
+    // The deadline counts from before the acquire is sent: the lock's expiry on the database clock
+    // cannot be earlier than this plus lockAtMostFor.
+    const acquireSentAt = performance.now();
+    let acquiring: Promise<AcquireOutcome>;
+    try {
+      acquiring = environment.store.acquire(job, request);
+    } catch (cause) {
+      // A store that throws before it has a promise (a driver that cannot even open) still skips.
+      return this.#failed(job, slot, acquireError(environment.dialect, job, cause));
+    }
+    const entry = { timedOut: false, sentAt: acquireSentAt };
+    this.#pending.set(job.name, entry);
+    const forget = (): void => {
+      if (this.#pending.get(job.name) === entry) this.#pending.delete(job.name);
+    };
+    acquiring.then(forget, forget);
+    let outcome: AcquireOutcome | typeof TIMED_OUT;
+    try {
+      outcome = await statementAnswer(environment.store, acquiring, environment.statementTimeoutMs);
+    } catch (cause) {
+      if (site.isClosed()) {
+        // Shutdown cancelled it on the server (LockStore.cancelAcquires) once its timeout passed.
+        const message = `The guard shut down while job "${job.name}" was taking its lock, so the run was skipped`;
+        return this.#failed(job, slot, new GuardError('GUARD_CLOSED', message, { cause, job: job.name }));
+      }
+      return this.#failed(job, slot, acquireError(environment.dialect, job, cause));
+    }
+    if (outcome === TIMED_OUT) {
+      // Skipped rather than piled up behind a hung database. If the acquire still wins later,
+      // nobody runs under that lock: give it back at once. Shutdown waits for that (up to its
+      // timeout) before it ends the pool, or the lock would stay held for lockAtMostFor.
+      entry.timedOut = true;
+      void site.track(
+        acquiring.then(
+          async (late) => {
+            // giveBack never rejects. The slot, if any, stays marked as run: nothing ran it.
+            if (late === 'acquired') await new HeldLock(site, job, request, acquireSentAt).giveBack(ACQUIRE_TIMED_OUT);
+          },
+          () => undefined,
+        ),
+      );
+      const message = `Taking the lock of job "${job.name}" took over ${environment.statementTimeoutMs} ms, so the run was skipped`;
+      return this.#failed(job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
+    }
+    // The database answered: an outage this job was in is over.
+    this.#failureLog.answered(job.name);
+    if (outcome === 'acquired') {
+      if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
+      return new HeldLock(site, job, request, acquireSentAt);
+    }
+    return this.#skipped(job, request, outcome);
   }
-  if (outcome === TIMED_OUT) {
-    // Skipped rather than piled up behind a hung database. If the acquire still wins later,
-    // nobody runs under that lock: give it back at once. Shutdown waits for that (up to its
-    // timeout) before it ends the pool, or the lock would stay held for lockAtMostFor.
-    entry.timedOut = true;
-    void environment.inFlight.track(
-      acquiring.then(
-        async (late) => {
-          // releaseLock never rejects. The slot, if any, stays marked as run: nothing ran it.
-          if (late === 'acquired') await releaseLock(environment, { job, request, acquireSentAt }, ACQUIRE_TIMED_OUT, acquireSentAt + job.lockAtMostForMs);
-        },
-        () => undefined,
-      ),
-    );
-    const message = `Taking the lock of job "${job.name}" took over ${environment.statementTimeoutMs} ms, so the run was skipped`;
-    return failed(environment, job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
+
+  async #skipped(job: ResolvedJob, request: AcquireRequest, reason: 'locked' | 'slot-done' | 'paused', { record }: { record: boolean } = { record: true }): Promise<Skip> {
+    const environment = this.#site.dependencies;
+    if (record && environment.recordSkips) await recordSkip(environment, job, request);
+    if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot: request.slot, reason });
+    // A pause is a result like the others: an event, never a log line per tick.
+    if (reason === 'paused') return SKIPPED_PAUSED;
+    return reason === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
   }
-  // The database answered: an outage this job was in is over.
-  environment.failureLog.answered(job.name);
-  if (outcome === 'acquired') {
-    if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
-    return { job, request, acquireSentAt };
+
+  /** A skip for a failed acquire: logged (thinned during an outage), and an `error` and a `skipped` event every time. */
+  #failed(job: ResolvedJob, slot: Date | null, error: GuardError): Skip {
+    const { events } = this.#site.dependencies;
+    this.#failureLog.failed(job.name, error.message);
+    events.emit('error', { job: job.name, error });
+    events.emit('skipped', { job: job.name, slot, reason: 'error', error });
+    return { executed: false, reason: 'error', error };
   }
-  return skipped(environment, job, request, outcome);
 }
 
-async function skipped(
-  environment: ExecuteEnvironment,
-  job: ResolvedJob,
-  request: AcquireRequest,
-  reason: 'locked' | 'slot-done' | 'paused',
-  { record }: { record: boolean } = { record: true },
-): Promise<Skip> {
-  if (record && environment.recordSkips) await recordSkip(environment, job, request);
-  if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot: request.slot, reason });
-  // A pause is a result like the others: an event, never a log line per tick.
-  if (reason === 'paused') return SKIPPED_PAUSED;
-  return reason === 'slot-done' ? SKIPPED_SLOT_DONE : SKIPPED_LOCKED;
-}
-
-export function isHeld(value: HeldLock | Skip): value is HeldLock {
-  return 'request' in value;
-}
-
-/** A skip for a failed acquire: logged (thinned during an outage), and an `error` and a `skipped` event every time. */
-function failed(environment: ExecuteEnvironment, job: ResolvedJob, slot: Date | null, error: GuardError): Skip {
-  environment.failureLog.failed(job.name, error.message);
-  environment.events.emit('error', { job: job.name, error });
-  environment.events.emit('skipped', { job: job.name, slot, reason: 'error', error });
-  return { executed: false, reason: 'error', error };
-}
-
-async function recordSkip(environment: ExecuteEnvironment, job: ResolvedJob, request: AcquireRequest): Promise<void> {
+async function recordSkip(environment: RunDependencies, job: ResolvedJob, request: AcquireRequest): Promise<void> {
   try {
     await environment.store.recordSkip(job, request);
   } catch (cause) {

@@ -12,8 +12,14 @@ export interface TableNames {
   readonly runs: string;
   /** The audit of operator controls (pause, resume, trigger). */
   readonly controls: string;
+  /** Kysely's ledger of migrations 001 and 002, as 0.1.0 wrote it; frozen (migrations/index.ts). */
   readonly migrations: string;
   readonly migrationLock: string;
+  /** The ledger of migrations 003 onwards: the schema version is the highest number in it. */
+  readonly schemaMigrations: string;
+  readonly schemaMigrationLock: string;
+  /** One row per replica: the cronguard version it runs (migration 003). */
+  readonly replicas: string;
 }
 
 /** One execution's bid for a job's lock. */

@@ -17,6 +17,11 @@ export type GuardErrorCode =
   | 'NO_DEFAULT_GUARD'
   /** `migrate()` failed. */
   | 'MIGRATION_FAILED'
+  /**
+   * The tables are at an older schema version than this cronguard needs (`cronguard migrate` was not
+   * run since the upgrade). Logged once as a warning; jobs still run, without what needs the newer schema.
+   */
+  | 'SCHEMA_OUTDATED'
   /** The reason of `ctx.signal` when the job's local deadline passed: its lock is about to expire. */
   | 'DEADLINE'
   /** The reason of `ctx.signal` when the guard shuts down: the job should stop. */

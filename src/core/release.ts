@@ -1,10 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunOutcome } from './dialect.js';
-import type { ExecuteEnvironment, HeldLock } from './environment.js';
+import type { AcquireRequest, RunOutcome } from './dialect.js';
 import { GuardError, messageOf } from './errors.js';
+import type { ResolvedJob } from './job-options.js';
+import type { LockSite, RunDependencies } from './run-dependencies.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 export const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });
+
+/** A lock an execution took: what its release reads. `HeldLock` is one. */
+export interface LockClaim {
+  readonly job: ResolvedJob;
+  readonly request: AcquireRequest;
+  /** performance.now() just before the acquire was sent: where the job's deadline counts from. */
+  readonly acquireSentAt: number;
+}
 
 /** Waits between release attempts after a failure: 200 ms, 800 ms, 3.2 s. */
 const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
@@ -24,13 +33,14 @@ const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
  * and `run`'s rejection still carry.
  */
 export async function releaseLock(
-  environment: ExecuteEnvironment,
-  held: HeldLock,
+  site: LockSite,
+  held: LockClaim,
   firstOutcome: RunOutcome,
   lockExpiresAt: number,
 ): Promise<void> {
   const { job } = held;
   const runId = held.request.token;
+  const environment = site.dependencies;
   let outcome = firstOutcome;
   for (let attempt = 0; ; attempt += 1) {
     try {
@@ -42,13 +52,13 @@ export async function releaseLock(
       }
       if (environment.events.has('released')) environment.events.emit('released', { job: job.name, runId, released });
       // Free again once lockAtLeastFor has passed since the acquire (locked_at is no earlier).
-      if (released) environment.releasedLocks.released(job.name, held.acquireSentAt + job.lockAtLeastForMs);
+      if (released) site.releasedLocks.released(job.name, held.acquireSentAt + job.lockAtLeastForMs);
       // After a failed attempt, a release that matches nothing may mean the earlier one got through.
       if (!released && attempt === 0) lost(environment, held);
       else if (performance.now() > lockExpiresAt) overran(environment, held);
       return;
     } catch (cause) {
-      if (environment.stopped.aborted) {
+      if (site.stopped.aborted) {
         report(environment, held, `failed after shutdown ended the guard's connections; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
         return;
       }
@@ -63,7 +73,7 @@ export async function releaseLock(
         );
         outcome = { status: outcome.status, error: null };
       }
-      if (!(await pause(backoff, environment.stopped))) {
+      if (!(await pause(backoff, site.stopped))) {
         report(environment, held, `failed, and shutdown ended the guard's connections before it could be tried again; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
         return;
       }
@@ -81,7 +91,7 @@ async function pause(ms: number, stopped: AbortSignal): Promise<boolean> {
   }
 }
 
-function lost(environment: ExecuteEnvironment, held: HeldLock): void {
+function lost(environment: RunDependencies, held: LockClaim): void {
   const { job } = held;
   environment.logger.warn(
     `Job "${job.name}" outlived its lock: lockAtMostFor (${job.lockAtMostForMs} ms) passed and another ` +
@@ -92,7 +102,7 @@ function lost(environment: ExecuteEnvironment, held: HeldLock): void {
   overran(environment, held, false);
 }
 
-function overran(environment: ExecuteEnvironment, held: HeldLock, warn = true): void {
+function overran(environment: RunDependencies, held: LockClaim, warn = true): void {
   const { job } = held;
   const durationMs = Math.round(performance.now() - held.acquireSentAt);
   if (warn) {
@@ -104,7 +114,7 @@ function overran(environment: ExecuteEnvironment, held: HeldLock, warn = true): 
   environment.events.emit('overran', { job: job.name, runId: held.request.token, durationMs, lockAtMostForMs: job.lockAtMostForMs });
 }
 
-function report(environment: ExecuteEnvironment, held: HeldLock, what: string, cause?: unknown): void {
+function report(environment: RunDependencies, held: LockClaim, what: string, cause?: unknown): void {
   const { job } = held;
   const error = new GuardError('RELEASE_FAILED', `Releasing the lock of job "${job.name}" ${what}`, { cause, job: job.name });
   environment.logger.error(error.message);

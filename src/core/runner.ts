@@ -1,51 +1,200 @@
-import type { JobFunction } from './execute.js';
-import type { JobOptions, ResolvedJob } from './job-options.js';
-import type { RunResult } from './run-result.js';
+import { LockAcquirer } from './acquire.js';
+import { executionStorage } from './current-execution.js';
+import { GuardError, messageOf } from './errors.js';
+import { endingOf, shutdownReason, type JobFunction } from './execute.js';
+import { Execution } from './execution-context.js';
+import { isHeld, SUCCEEDED_ENDING, type HeldLock } from './held-lock.js';
+import { InFlight } from './in-flight.js';
+import { resolveJob, type JobOptions, type ResolvedJob } from './job-options.js';
+import { ReleasedLocks } from './released-locks.js';
+import type { LockSite, RunDependencies } from './run-dependencies.js';
+import type { RunRequest } from './run-request.js';
+import type { RunResult, Skip } from './run-result.js';
+import { withTimeout } from './timeout.js';
+import { UnslottedWarning } from './unslotted-warning.js';
 
 /**
- * What the integrations (the decorators, `guard.schedule`, `@GuardedCron`) need to run a job whose
- * options were validated once, beforehand. The guard implements it; the integrations receive it and
- * never import the guard module. Not part of the package's API.
+ * What the integrations that run a job in this process (the decorators, `guard.schedule`,
+ * `@GuardedCron`) need, for a job whose options were validated once, beforehand. The `Runner`
+ * implements it; the integrations receive it and never import the guard module. Not part of the
+ * package's API.
  */
 export interface ResolvedJobRunner {
   resolveJob(options: JobOptions): ResolvedJob;
   /** `resolveJob` for a method decorator: warns once when the job has neither `cron` nor lockAtLeastFor. */
   resolveDecoratedJob(options: JobOptions): ResolvedJob;
-  runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>>>;
+  runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>>;
 }
 
 /**
- * The key under which a guard hands its runner to the integrations. Not exported from the package:
- * only this package's modules reach a guard's runner.
+ * What a caller that runs the work itself (the node-cron coordinator: node-cron calls the task)
+ * needs: take the lock, then end the run with `HeldLock.finish`, which reports and releases it
+ * exactly as the Runner's own runs do. The `Runner` implements it.
  */
-export const RUNNER: unique symbol = Symbol('cronguard.runner');
-
-/** A guard as the integrations see it: something that has a runner. `Guard` is the one implementation. */
-export interface RunnerHost {
-  /** @internal */
-  readonly [RUNNER]: ResolvedJobRunner;
+export interface LockTaker {
+  /** Whether the runner is closed: `take` then refuses. */
+  readonly closed: boolean;
+  take(job: ResolvedJob, request: RunRequest): Promise<HeldLock | Skip>;
 }
 
 /**
- * How a decorator declared before its guard exists runs: the guard is looked up at each call
- * (`hostOf`, undefined before one is set), the job's options are resolved against that guard's
- * defaults once per guard, and the call runs without a slot of its own (a `cron` option claims one).
+ * The one path from a run request to acquire and release, and the owner of a guard's run state:
+ * the work in flight (what shutdown waits for), the executions running now (what shutdown tells
+ * to stop), the acquires under way (in its `LockAcquirer`), the locks it released itself (the
+ * probe-skipping hint), and whether it is closed. Every way of starting a run (`guard.run`,
+ * `guard.schedule`, the decorators, `@GuardedCron`, the node-cron coordinator) comes through
+ * `runResolved` or `take`, so the events, the metrics and the history rows are the same for all.
  */
-export function lateBoundRunner(
-  options: JobOptions,
-  hostOf: () => RunnerHost | undefined,
-  noHost: () => Error,
-): (fn: JobFunction<unknown>) => Promise<RunResult<unknown>> {
-  const resolved = new WeakMap<RunnerHost, ResolvedJob>();
-  return async (fn) => {
-    const host = hostOf();
-    if (host === undefined) throw noHost();
-    const runner = host[RUNNER];
-    let job = resolved.get(host);
-    if (job === undefined) {
-      job = runner.resolveDecoratedJob(options);
-      resolved.set(host, job);
+export class Runner implements ResolvedJobRunner, LockTaker {
+  readonly #dependencies: RunDependencies;
+  /** Runs, held locks and late give-backs, for shutdown to wait for. */
+  readonly #inFlight = new InFlight();
+  /** The executions whose job is running now, for shutdown to signal. */
+  readonly #running = new Set<Execution>();
+  readonly #releasedLocks = new ReleasedLocks();
+  /** Aborted by `end`: the guard's connections are ending. */
+  readonly #stopped = new AbortController();
+  readonly #acquirer: LockAcquirer;
+  #closed = false;
+  #unslottedWarning: UnslottedWarning | undefined;
+
+  constructor(dependencies: RunDependencies) {
+    this.#dependencies = dependencies;
+    const site: LockSite = {
+      dependencies,
+      releasedLocks: this.#releasedLocks,
+      stopped: this.#stopped.signal,
+      isClosed: () => this.#closed,
+      track: (work) => this.#inFlight.track(work),
+    };
+    this.#acquirer = new LockAcquirer(site);
+  }
+
+  /** Whether `close` was called: no new run is admitted. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The job's options with the guard's defaults filled in; a `TypeError` when one is wrong. */
+  resolveJob(options: JobOptions): ResolvedJob {
+    return resolveJob(options, this.#dependencies.defaults);
+  }
+
+  resolveDecoratedJob(options: JobOptions): ResolvedJob {
+    const job = this.resolveJob(options);
+    this.#unslottedWarning ??= new UnslottedWarning(this.#dependencies.logger);
+    this.#unslottedWarning.check(job);
+    return job;
+  }
+
+  /**
+   * Runs `fn` in this process if this execution takes the job's lock, else skips: acquire, run,
+   * `finish` (the outcome's event, the release). A job with a `cron` option and no `slot` in its
+   * request claims the slot its expression last fired at (replica clock). A job that throws
+   * rejects with exactly what it threw, after the release; the guard's own failures never reject
+   * (they are skips).
+   */
+  async runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>> {
+    // A job called by another scheduler claims the slot its `cron` last fired at (replica clock); a
+    // manual run (a trigger) claims none: it must not use up the slot its schedule will fire for.
+    const unslotted = request.slot === null && request.trigger === undefined;
+    const claimed = unslotted && job.cron !== undefined ? { ...request, slot: job.cron.slotAt(new Date()) } : request;
+    if (this.#closed) return this.#refuse(job, claimed.slot);
+    return this.#inFlight.track(this.#execute(job, fn, claimed));
+  }
+
+  /**
+   * Takes the job's lock for a run whose work happens elsewhere, or says why not (a skip, as from
+   * `runResolved`). The caller ends the run with `finish` on the lock it got. Shutdown waits for
+   * the acquire, then for the `finish`, but no longer than the lock lasts (lockAtMostFor).
+   */
+  take(job: ResolvedJob, request: RunRequest): Promise<HeldLock | Skip> {
+    if (this.#closed) return Promise.resolve(this.#refuse(job, request.slot));
+    const taking = this.#acquirer.acquire(job, request).then((held) => {
+      // Tracked before `taking` settles, so that shutdown never sees a gap between the two.
+      if (isHeld(held)) void this.#inFlight.track(held.untilFinishedOrExpired());
+      return held;
+    });
+    return this.#inFlight.track(taking);
+  }
+
+  /** Keeps `work` that follows a run (the guard's auto-pause count) in flight: shutdown waits for it, up to its timeout. */
+  track<T>(work: Promise<T>): Promise<T> {
+    return this.#inFlight.track(work);
+  }
+
+  /** Admits no new run from now on (a `GUARD_CLOSED` skip). A lock won meanwhile still runs, told to stop. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  /**
+   * Closes, tells the running jobs to stop (`ctx.signal`, reason `SHUTDOWN`), and waits until
+   * `deadline` (performance.now() time) for the work in flight; if some is left, cancels the
+   * acquires still waiting on the server (`LockStore.cancelAcquires`) and waits `graceMs` more.
+   * Resolves with how much is still in flight. Never rejects.
+   */
+  async drain(deadline: number, graceMs: number): Promise<number> {
+    this.close();
+    for (const execution of this.#running) execution.abort(shutdownReason(execution.name));
+    let pending = await this.#inFlight.drain(deadline - performance.now());
+    const { store, logger } = this.#dependencies;
+    const { cancelAcquires } = store;
+    if (pending > 0 && cancelAcquires !== undefined) {
+      // An acquire still waiting on the server holds a pooled connection, so ending the pool would
+      // wait for it, and it could still commit a take once the pool is gone. Cancelled, it rolls
+      // back at once; one that committed first answers 'acquired' and is given back by the late-win
+      // path, which is in flight too: both settle within the grace.
+      const graceEnd = performance.now() + graceMs;
+      const cancelling = cancelAcquires.call(store).catch((error: unknown) => {
+        logger.warn(`Shutdown: cancelling the acquires still in flight failed: ${messageOf(error)}`);
+      });
+      await withTimeout(cancelling, graceMs);
+      pending = await this.#inFlight.drain(graceEnd - performance.now());
     }
-    return runner.runResolved(job, fn, null);
-  };
+    return pending;
+  }
+
+  /** The guard's connections are ending: a release that fails from now on is reported at once, not retried. */
+  end(): void {
+    this.#stopped.abort();
+  }
+
+  /** The skip of a run requested once the runner is closed: a warning, and a `skipped` event like every skip. */
+  #refuse(job: ResolvedJob, slot: Date | null): Skip {
+    const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name });
+    this.#dependencies.logger.warn(error.message);
+    // Every skip emits `skipped` (the OpenTelemetry skip counter counts these), as error skips in acquire do.
+    this.#dependencies.events.emit('skipped', { job: job.name, slot, reason: 'error', error });
+    return { executed: false, reason: 'error', error };
+  }
+
+  /** One execution in this process: acquire, run the job in its context, finish. */
+  async #execute<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>> {
+    const held = await this.#acquirer.acquire(job, request);
+    if (!isHeld(held)) return held;
+    const execution = new Execution(job, held.runId, held.slot, held.acquireSentAt, held);
+    this.#running.add(execution);
+    // Won while the guard began to shut down: the job is told to stop at once.
+    if (this.#closed) execution.abort(shutdownReason(job.name));
+    const { runContext } = this.#dependencies;
+    let value: Awaited<T>;
+    try {
+      value = await executionStorage.run(execution, () => (runContext === undefined ? fn(execution) : runContext(execution.runId, () => fn(execution))));
+    } catch (jobError) {
+      // Read before the execution ends: its signal then aborts with EXECUTION_ENDED.
+      const ending = endingOf(execution, jobError);
+      this.#ended(execution);
+      await held.finish(ending, execution.lockExpiresAt);
+      throw jobError;
+    }
+    this.#ended(execution);
+    await held.finish(SUCCEEDED_ENDING, execution.lockExpiresAt);
+    return { executed: true, value };
+  }
+
+  #ended(execution: Execution): void {
+    execution.end();
+    this.#running.delete(execution);
+  }
 }

@@ -34,5 +34,8 @@ function namesFor(schema: string | undefined, prefix: string): TableNames {
     controls: `${prefix}controls`,
     migrations: `${prefix}migrations`,
     migrationLock: `${prefix}migrations_lock`,
+    schemaMigrations: `${prefix}schema_migrations`,
+    schemaMigrationLock: `${prefix}schema_migrations_lock`,
+    replicas: `${prefix}replicas`,
   };
 }

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
-import { Administration } from '../admin/administration.js';
+import { Administration, type SchemaVersions, type VersionReport } from '../admin/administration.js';
 import { ConnectionWarmUp, SELECT_ONE } from '../integrations/node-cron/connection-warm-up.js';
 import { createDashboard, type DashboardHandler, type DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
@@ -10,18 +10,16 @@ import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/sch
 import type { DialectName } from '../core/dialect.js';
 import { parseDuration } from '../core/duration.js';
 import { GuardError } from '../core/errors.js';
-import type { ExecuteEnvironment } from '../core/environment.js';
-import type { GuardEventMap, GuardEventName } from '../core/events.js';
-import { execute, type JobFunction } from '../core/execute.js';
+import type { GuardEventMap, GuardEventName, GuardEvents } from '../core/events.js';
+import type { JobFunction } from '../core/execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
-import { createGuardEnvironment } from './guard-environment.js';
-import { InFlight } from '../core/in-flight.js';
+import { createGuardRunner } from './guard-runner.js';
 import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
-import { resolveJob, validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
+import { validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
-import { RUNNER, type ResolvedJobRunner, type RunnerHost } from '../core/runner.js';
-import { UnslottedWarning } from '../core/unslotted-warning.js';
-import type { AcquireRequest } from '../core/dialect.js';
+import type { ResolvedJobRunner, Runner } from '../core/runner.js';
+import { RUNNER, type RunnerHost } from '../core/runner-host.js';
+import { UNSCHEDULED } from '../core/run-request.js';
 import { GuardControls } from './guard-controls.js';
 import { OperatedGuard } from './operated-guard.js';
 
@@ -33,68 +31,66 @@ export class Guard extends OperatedGuard implements RunnerHost {
   readonly #db: Kysely<unknown>;
   /** Ends the pool or file the guard opened itself; nothing for one passed in. */
   readonly #closeDatabase: () => Promise<void>;
-  readonly #environment: ExecuteEnvironment;
+  /** The one path from a run request to acquire and release, and the owner of the run state. */
+  readonly #runner: Runner;
+  /**
+   * The runner as the integrations and the trigger poll use it: each run of a job with autoPause
+   * first has its failures counted (`GuardControls.countFailures`), then goes through the runner.
+   */
+  readonly #jobs: ResolvedJobRunner;
+  readonly #events: GuardEvents;
   readonly #admin: Administration;
   /** Pause, resume, trigger (the methods of OperatedGuard), the trigger watch, auto-pause. */
   readonly #operator: GuardControls;
-  readonly #inFlight = new InFlight();
   readonly #tasks = new Set<ScheduledTask>();
   /** Before a scheduled fire after a quiet spell, opens the connections its runs will need. */
   readonly #warmUp = new ConnectionWarmUp(this.#tasks, async (connections) => {
     await Promise.all(Array.from({ length: connections }, () => this.#db.executeQuery(SELECT_ONE)));
   });
-  readonly #lifecycle: { closed: boolean };
-  get #closed(): boolean {
-    return this.#lifecycle.closed;
-  }
   #shutdown: Promise<void> | undefined;
-  #unslottedWarning: UnslottedWarning | undefined;
-  readonly #runner: ResolvedJobRunner = {
-    resolveJob: (options) => resolveJob(options, this.#options.defaults),
-    resolveDecoratedJob: (options) => {
-      const job = resolveJob(options, this.#options.defaults);
-      this.#unslottedWarning ??= new UnslottedWarning(this.#options.logger);
-      this.#unslottedWarning.check(job);
-      return job;
-    },
-    runResolved: (job, fn, slot) => this.#runResolved(job, fn, slot),
-  };
 
   constructor(options: GuardOptions) {
     const resolved = resolveGuardOptions(options);
-    const { dialect, tables } = resolved;
+    const { dialect } = resolved;
     // Opened last, once every option is known good: a failed createGuard leaves nothing open.
     const opened = openDatabase(resolved.database, dialect, { logger: resolved.logger, acquireTimeoutMs: resolved.acquireTimeoutMs });
-    // Built before `this` exists, for the methods OperatedGuard holds: they read the guard's state through `lifecycle`.
-    const lifecycle = { closed: false };
-    const { lockedBy, logger, history, retentionMs, controlPollIntervalMs: pollIntervalMs } = resolved;
-    const admin = new Administration({ db: opened.db, dialect, tables, logger, retentionMs, isClosed: () => lifecycle.closed });
-    const operator = new GuardControls({ db: opened.db, dialect, tables, native: opened.native, lockedBy, logger, history, pollIntervalMs, isClosed: () => lifecycle.closed });
+    // Built before `this` exists, for the methods OperatedGuard holds. A run that executed
+    // (whatever started it) may start the hourly retention prune.
+    const { runner, events } = createGuardRunner(resolved, opened, () => admin.pruneByRetention());
+    const isClosed = (): boolean => runner.closed;
+    // The resolved options carry the dialect, tables, logger and retention it needs.
+    const admin = new Administration({ ...resolved, db: opened.db, isClosed });
+    const { tables, lockedBy, logger, history, controlPollIntervalMs: pollIntervalMs } = resolved;
+    const operator = new GuardControls({ db: opened.db, dialect, tables, native: opened.native, lockedBy, logger, history, pollIntervalMs, isClosed });
     super(admin, operator);
-    this.#lifecycle = lifecycle;
     this.#admin = admin;
     this.#operator = operator;
     this.#options = resolved;
     this.dialect = dialect.name;
     this.#db = opened.db;
+    this.#runner = runner;
+    this.#jobs = {
+      resolveJob: (jobOptions) => runner.resolveJob(jobOptions),
+      resolveDecoratedJob: (jobOptions) => runner.resolveDecoratedJob(jobOptions),
+      runResolved: (job, fn, request) => {
+        operator.countFailures(job);
+        return runner.runResolved(job, fn, request);
+      },
+    };
+    this.#events = events;
     // Shutdown calls this once it has stopped waiting for work in flight: a late release is then
     // not retried against a pool that is being ended.
-    const stopped = new AbortController();
     this.#closeDatabase = () => {
-      stopped.abort();
+      runner.end();
       return opened.close();
     };
-    this.#environment = createGuardEnvironment(resolved, opened, {
-      inFlight: this.#inFlight,
-      isStopping: () => this.#closed,
-      stopped: stopped.signal,
-    });
-    operator.attach({ events: this.#environment.events, inFlight: this.#inFlight, runTriggered: (job, fn, trigger) => this.#runResolved(job, fn, null, trigger) });
+    // A "run now" request goes through the runner like any run, with the trigger on its request.
+    operator.attach({ events, track: (work) => runner.track(work), runTriggered: (job, fn, trigger) => this.#jobs.runResolved(job, fn, { slot: null, trigger }) });
   }
 
   /** The guard's runner for validated jobs, for this package's integrations only. @internal */
   get [RUNNER](): ResolvedJobRunner {
-    return this.#runner;
+    return this.#jobs;
   }
 
   /**
@@ -105,25 +101,8 @@ export class Guard extends OperatedGuard implements RunnerHost {
    * const result = await guard.run({ name: 'nightly-report', lockAtMostFor: '10m' }, (ctx) => buildReport(ctx.signal));
    */
   async run<T>(options: RunOptions, fn: JobFunction<T>): Promise<RunResult<Awaited<T>>> {
-    const job = resolveJob(options, this.#options.defaults);
-    return this.#runResolved(job, fn, validateSlot(options.slot, job.name));
-  }
-
-  /** `run` for options validated beforehand (the decorators validate once, when applied). */
-  async #runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, slot: Date | null, trigger?: AcquireRequest['trigger']): Promise<RunResult<Awaited<T>>> {
-    // A job called by another scheduler claims the slot its `cron` last fired at (replica clock); a manual run claims none.
-    const claimed = trigger === undefined ? (slot ?? job.cron?.slotAt(new Date()) ?? null) : null;
-    if (this.#closed) {
-      const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name });
-      this.#options.logger.warn(error.message);
-      // Every skip emits `skipped` (the OpenTelemetry skip counter counts these), as error skips in acquire do.
-      this.#environment.events.emit('skipped', { job: job.name, slot: claimed, reason: 'error', error });
-      return { executed: false, reason: 'error', error };
-    }
-    this.#operator.countFailures(job);
-    const result = await this.#inFlight.track(execute(this.#environment, job, fn, claimed, trigger));
-    if (result.executed) this.#admin.pruneByRetention();
-    return result;
+    const job = this.#runner.resolveJob(options);
+    return this.#jobs.runResolved(job, fn, { slot: validateSlot(options.slot, job.name) });
   }
 
   /**
@@ -132,13 +111,13 @@ export class Guard extends OperatedGuard implements RunnerHost {
    * logged, never thrown into the guard.
    */
   on<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): this {
-    this.#environment.events.on(event, listener);
+    this.#events.on(event, listener);
     return this;
   }
 
   /** Stops listening. */
   off<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): this {
-    this.#environment.events.off(event, listener);
+    this.#events.off(event, listener);
     return this;
   }
 
@@ -148,7 +127,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
    * option is wrong, the same one `run` would throw: for checking job definitions at start-up.
    */
   resolveJob(options: JobOptions): ResolvedJob {
-    return resolveJob(options, this.#options.defaults);
+    return this.#runner.resolveJob(options);
   }
 
   /**
@@ -162,7 +141,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
    */
   guarded(options: JobOptions): GuardedDecorator {
     const job = this.#runner.resolveDecoratedJob(options);
-    return createGuardedDecorator((fn) => this.#runResolved(job, fn, null));
+    return createGuardedDecorator((fn) => this.#jobs.runResolved(job, fn, UNSCHEDULED));
   }
 
   /**
@@ -173,19 +152,19 @@ export class Guard extends OperatedGuard implements RunnerHost {
    * guard.schedule('0 3 * * *', { name: 'nightly-report', lockAtMostFor: '30m', timezone: 'Europe/Paris' }, (ctx) => buildReport(ctx.signal));
    */
   schedule<T>(expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
-    if (this.#closed) {
+    if (this.#runner.closed) {
       // A live node-cron task behind a closed guard would only log GUARD_CLOSED at every tick.
-      const job = resolveJob(options, this.#options.defaults).name;
+      const job = this.#runner.resolveJob(options).name;
       throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
     }
     const task = scheduleJob(
-      { ...this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger },
+      { runner: this.#jobs, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger },
       expression,
       options,
       fn,
     );
     // This replica answers the job's "run now" requests (guard.trigger) while the task lives.
-    task.on('task:destroyed', this.#operator.watchTriggers(resolveJob(options, this.#options.defaults), fn as JobFunction<unknown>));
+    task.on('task:destroyed', this.#operator.watchTriggers(this.#runner.resolveJob(options), fn as JobFunction<unknown>));
     return task;
   }
 
@@ -197,7 +176,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
    */
   coordinator(options: CoordinatorOptions = {}): RunCoordinator {
     return createRunCoordinator(
-      { environment: this.#environment, defaults: this.#options.defaults, inFlight: this.#inFlight, isClosed: () => this.#closed },
+      { runner: this.#runner, defaults: this.#options.defaults, logger: this.#options.logger },
       options,
     );
   }
@@ -205,9 +184,14 @@ export class Guard extends OperatedGuard implements RunnerHost {
   /** The web dashboard, a Node `(req, res)` handler: read-only unless `readOnly: false` and `authorize` (docs/dashboard.md). */
   readonly dashboard = (options?: DashboardOptions): DashboardHandler => createDashboard(this.#admin, options);
 
-  /** Creates or updates the guard's tables. Safe to call from every replica at start-up. */
-  async migrate(): Promise<void> {
-    await this.#admin.migrate();
+  /** Brings the tables to this version's schema (forward only); resolves with the schema versions after. Safe on every replica at start-up. */
+  async migrate(): Promise<SchemaVersions> {
+    return this.#admin.migrate();
+  }
+
+  /** The tables' schema version, this code's, and which cronguard version each replica and lock holder runs (`cronguard versions`). */
+  versions(): Promise<VersionReport> {
+    return this.#admin.versions();
   }
 
   /**
@@ -246,15 +230,15 @@ export class Guard extends OperatedGuard implements RunnerHost {
   }
 
   async #stop(timeoutMs: number): Promise<void> {
-    this.#lifecycle.closed = true;
+    // No new run from here on; then the trigger watch stops, without waiting for a poll under way.
+    this.#runner.close();
     await this.#operator.stop();
     await shutdownGuard({
       timeoutMs,
       logger: this.#options.logger,
       tasks: this.#tasks,
       warmUp: this.#warmUp,
-      environment: this.#environment,
-      inFlight: this.#inFlight,
+      runner: this.#runner,
       closeDatabase: this.#closeDatabase,
     });
   }

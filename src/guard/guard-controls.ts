@@ -8,7 +8,6 @@ import { storableText } from '../core/error-text.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
 import type { JobFunction } from '../core/execute.js';
-import type { InFlight } from '../core/in-flight.js';
 import { validateJobName, type ResolvedJob } from '../core/job-options.js';
 import type { Logger } from '../core/logger.js';
 import type { RunResult } from '../core/run-result.js';
@@ -60,7 +59,8 @@ export interface GuardControlsParts {
 /** What the guard hands over once its runs' environment exists. */
 export interface GuardControlsWiring {
   readonly events: GuardEvents;
-  readonly inFlight: InFlight;
+  /** Keeps the guard's own follow-up of a run (the auto-pause count) in flight: shutdown waits for it. */
+  readonly track: <T>(work: Promise<T>) => Promise<T>;
   readonly runTriggered: RunTriggered;
 }
 
@@ -177,7 +177,7 @@ export class GuardControls {
     events.on('released', ({ runId }) => {
       const watched = this.#watched.get(runId);
       this.#watched.delete(runId);
-      if (watched?.failed === true) void this.#wired.inFlight.track(this.#afterFailure(watched.job, watched.error));
+      if (watched?.failed === true) void this.#wired.track(this.#afterFailure(watched.job, watched.error));
     });
   }
 

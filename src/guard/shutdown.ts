@@ -1,10 +1,8 @@
 import type { ScheduledTask } from 'node-cron';
 import type { DurationInput } from '../core/duration.js';
-import type { ExecuteEnvironment } from '../core/environment.js';
 import { messageOf } from '../core/errors.js';
-import { shutdownReason } from '../core/execute.js';
-import type { InFlight } from '../core/in-flight.js';
 import type { Logger } from '../core/logger.js';
+import type { Runner } from '../core/runner.js';
 import { TIMED_OUT, withTimeout } from '../core/timeout.js';
 
 /** Options of `guard.shutdown`. */
@@ -29,39 +27,26 @@ export interface ShutdownParts {
   readonly logger: Logger;
   readonly tasks: Set<ScheduledTask>;
   readonly warmUp: { stop(): void };
-  readonly environment: ExecuteEnvironment;
-  readonly inFlight: InFlight;
+  /** The guard's runner: closed first, then drained. */
+  readonly runner: Runner;
   /** Ends the pool or file the guard opened; nothing for one passed in. */
   readonly closeDatabase: () => Promise<void>;
 }
 
 /**
- * The steps of `guard.shutdown`, once the guard admits no new runs: stop the tasks, tell running
- * jobs to stop, wait up to the timeout for the work in flight, cut the acquires still waiting on
- * the server, end the pool. Resolves within the timeout plus 2 × SHUTDOWN_GRACE_MS whatever the
- * database does.
+ * The steps of `guard.shutdown`: close the runner (no new runs, from the call on), stop the tasks,
+ * then drain the runner (it tells running jobs to stop, waits up to the timeout for the work in
+ * flight, and cuts the acquires still waiting on the server), end the pool. Resolves within the
+ * timeout plus 2 × SHUTDOWN_GRACE_MS whatever the database does.
  */
-export async function shutdownGuard({ timeoutMs, logger, tasks, warmUp, environment, inFlight, closeDatabase }: ShutdownParts): Promise<void> {
+export async function shutdownGuard({ timeoutMs, logger, tasks, warmUp, runner, closeDatabase }: ShutdownParts): Promise<void> {
+  runner.close();
   const deadline = performance.now() + timeoutMs;
   warmUp.stop();
   // node-cron's background tasks stop asynchronously: they count against the timeout too.
   await withTimeout(Promise.all([...tasks].map((task) => task.stop())), timeoutMs);
   tasks.clear();
-  for (const execution of environment.running) execution.abort(shutdownReason(execution.name));
-  let pending = await inFlight.drain(deadline - performance.now());
-  const { cancelAcquires } = environment.store;
-  if (pending > 0 && cancelAcquires !== undefined) {
-    // An acquire still waiting on the server holds a pooled connection, so ending the pool would
-    // wait for it, and it could still commit a take once the pool is gone. Cancelled, it rolls
-    // back at once; one that committed first answers 'acquired' and is given back by the late-win
-    // path, which is in flight too: both settle within the grace.
-    const graceEnd = performance.now() + SHUTDOWN_GRACE_MS;
-    const cancelling = cancelAcquires.call(environment.store).catch((error: unknown) => {
-      logger.warn(`Shutdown: cancelling the acquires still in flight failed: ${messageOf(error)}`);
-    });
-    await withTimeout(cancelling, SHUTDOWN_GRACE_MS);
-    pending = await inFlight.drain(graceEnd - performance.now());
-  }
+  const pending = await runner.drain(deadline, SHUTDOWN_GRACE_MS);
   if (pending > 0) {
     logger.warn(`Shutdown: ${pending} run(s) or acquire(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`);
   }

@@ -1,5 +1,5 @@
 import { Cron } from '@nestjs/schedule';
-import { lateBoundRunner } from '../core/runner.js';
+import { lateBoundRunner } from '../core/runner-host.js';
 import { GuardError } from '../core/errors.js';
 import { checkJobOptions, type JobOptions } from '../core/job-options.js';
 import { createGuardedDecorator } from '../integrations/decorators/guarded.js';

@@ -1,6 +1,6 @@
 import type { TableNames } from '../../core/dialect.js';
 
-type TableKey = 'locks' | 'runs' | 'controls' | 'migrations' | 'migrationLock';
+type TableKey = Exclude<keyof TableNames, 'schema'>;
 
 /**
  * A table's name for SQL text. The parts are identifiers already validated by `resolveTableNames`;

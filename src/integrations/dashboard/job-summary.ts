@@ -1,4 +1,4 @@
-import { diagnoseJob, type JobDiagnosis } from '../../admin/doctor.js';
+import { diagnoseJob, type RunsDiagnosis } from '../../admin/doctor.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord, RunStatus } from '../../admin/run-record.js';
 import { formatDuration, OUTCOMES } from './format.js';
@@ -50,7 +50,7 @@ export function runStrip(runs: readonly RunRecord[]): Html {
 }
 
 /** Doctor's diagnosis of the runs shown (not skips), and a fix for each problem. */
-export function diagnose(job: string, runs: readonly RunRecord[], now: Date): JobDiagnosis {
+export function diagnose(job: string, runs: readonly RunRecord[], now: Date): RunsDiagnosis {
   return diagnoseJob(
     job,
     runs.filter((run) => run.status !== 'skipped'),
@@ -59,7 +59,7 @@ export function diagnose(job: string, runs: readonly RunRecord[], now: Date): Jo
 }
 
 /** What to do about each of doctor's problems. */
-export function problemList(diagnosis: JobDiagnosis): Html {
+export function problemList(diagnosis: RunsDiagnosis): Html {
   if (diagnosis.problems.length === 0) return html`<p>No problem found.</p>`;
   const suggested = diagnosis.suggestedLockAtMostForMs;
   const items = diagnosis.problems.map((problem) => {

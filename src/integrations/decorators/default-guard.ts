@@ -1,7 +1,7 @@
 import { GuardError } from '../../core/errors.js';
 import type { JobOptions } from '../../core/job-options.js';
 import { checkJobOptions } from '../../core/job-options.js';
-import { lateBoundRunner, type RunnerHost } from '../../core/runner.js';
+import { lateBoundRunner, type RunnerHost } from '../../core/runner-host.js';
 import { createGuardedDecorator, type GuardedDecorator } from './guarded.js';
 
 let defaultGuard: RunnerHost | undefined;

@@ -1,10 +1,9 @@
 import type { RunCoordinator } from 'node-cron';
 import type { DurationInput } from '../../core/duration.js';
-import { acquireLock, isHeld } from '../../core/acquire.js';
-import type { ExecuteEnvironment, HeldLock } from '../../core/environment.js';
-import { releaseLock, SUCCEEDED } from '../../core/release.js';
-import type { InFlight } from '../../core/in-flight.js';
+import { isHeld, SUCCEEDED_ENDING, type HeldLock } from '../../core/held-lock.js';
 import { resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
+import type { Logger } from '../../core/logger.js';
+import type { LockTaker } from '../../core/runner.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
 import { lockAtLeastForError } from '../../core/duration-rules.js';
 
@@ -18,10 +17,10 @@ export interface CoordinatorOptions {
 
 /** What a coordinator needs from its guard. */
 export interface CoordinatorHost {
-  readonly environment: ExecuteEnvironment;
+  /** Takes the locks, and releases them through the `HeldLock` it returns (the guard's `Runner`). */
+  readonly runner: LockTaker;
   readonly defaults: ResolvedDefaults;
-  readonly inFlight: InFlight;
-  isClosed(): boolean;
+  readonly logger: Logger;
 }
 
 /** node-cron's coordinator key: `${taskName}:${slot.toISOString()}`. */
@@ -35,6 +34,8 @@ const GENERATED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
  * lockAtMostFor/lockAtLeastFor, with the slot watermark (so a replica whose timer fires late never
  * runs a slot again after the first run released it). node-cron does not tell the coordinator
  * whether the task threw, so its runs are recorded `succeeded`; `guard.schedule` records outcomes.
+ * It takes and releases through the runner (`take`, then `HeldLock.finish`): the same events,
+ * metrics and history rows as the guard's other runs.
  */
 export function createRunCoordinator(host: CoordinatorHost, options: CoordinatorOptions = {}): RunCoordinator {
   // Checked now, so that a bad duration fails at start-up rather than at the first tick.
@@ -42,7 +43,7 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
   const held = new Map<string, HeldEntry>();
   const jobs = new Map<string, ResolvedJob>();
   const warned = new Set<string>();
-  const { environment } = host;
+  const { runner } = host;
 
   /** The task's job; undefined (logged once) when the task's lease cannot hold the coordinator's lockAtLeastFor. */
   function jobFor(name: string, ttlMs: number): ResolvedJob | undefined {
@@ -68,39 +69,35 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
   function warnOnce(name: string, message: string): void {
     if (warned.has(name)) return;
     warned.add(name);
-    environment.logger.error(message);
+    host.logger.error(message);
   }
 
-  /** Takes the lock, and holds it for onComplete; undefined when this replica does not run the fire. */
-  async function take(key: string, job: ResolvedJob, slot: Date | null): Promise<HeldLock | undefined> {
-    const result = await acquireLock(environment, job, slot);
-    if (!isHeld(result)) return undefined;
+  /** Takes the lock, and holds it for onComplete; false when this replica does not run the fire. */
+  async function take(key: string, job: ResolvedJob, slot: Date | null): Promise<boolean> {
     // Won even if the guard began to shut down meanwhile: the slot is now marked as run, so giving
     // the lock back unrun would lose it on every replica. node-cron runs the task (shutdown does
-    // not stop the user's own tasks), and shutdown waits for its onComplete, up to its timeout.
-    let done!: () => void;
-    void host.inFlight.track(new Promise<void>((resolve) => (done = resolve)));
-    const entry: HeldEntry = { lock: result, done, expiry: undefined };
+    // not stop the user's own tasks), and shutdown waits for its onComplete, up to the lock's
+    // expiry (the runner tracks the held lock until then).
+    const result = await runner.take(job, { slot });
+    if (!isHeld(result)) return false;
+    const entry: HeldEntry = { lock: result, expiry: undefined };
     held.set(key, entry);
     // node-cron may never call onComplete (a task stopped during its random delay, a forked task
-    // whose child died): once the lock has expired, shutdown stops waiting for it. The entry stays
-    // a while longer, so that a run that outlived its lock still releases and reports its overrun;
-    // then it is forgotten, and said so (telemetry ends the run's span).
-    const expiresAt = result.acquireSentAt + job.lockAtMostForMs;
-    after(entry, expiresAt, () => {
-      done();
-      after(entry, expiresAt + job.lockAtMostForMs, () => {
-        held.delete(key);
-        const durationMs = Math.round(performance.now() - result.acquireSentAt);
-        environment.events.emit('abandoned', { job: job.name, runId: result.request.token, durationMs });
-      });
+    // whose child died). The entry stays a while after the lock expired, so that a run that
+    // outlived its lock still releases and reports its overrun; then it is forgotten, and said so
+    // (`abandoned`: telemetry ends the run's span).
+    after(entry, result.acquireSentAt + 2 * job.lockAtMostForMs, () => {
+      held.delete(key);
+      result.abandon();
     });
-    return result;
+    return true;
   }
 
   return {
     async shouldRun(key: string, ttlMs: number): Promise<boolean> {
-      if (host.isClosed()) return false;
+      // Refused without a word (no warning, no event) once the guard is closed: node-cron goes on
+      // asking at every tick of the user's tasks, which shutdown does not stop.
+      if (runner.closed) return false;
       const match = KEY.exec(key);
       const name = match?.[1] ?? key;
       const slot = match?.[2] === undefined ? null : new Date(match[2]);
@@ -110,29 +107,20 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       }
       const job = jobFor(name, ttlMs);
       if (job === undefined) return false;
-      // Tracked from the acquire on, so that shutdown waits for an acquire under way (and its release).
-      return (await host.inFlight.track(take(key, job, slot))) !== undefined;
+      return take(key, job, slot);
     },
     async onComplete(key: string): Promise<void> {
       const entry = held.get(key);
       if (entry === undefined) return;
       held.delete(key);
       clearTimeout(entry.expiry);
-      const { lock } = entry;
-      if (environment.events.has('succeeded')) {
-        const durationMs = Math.round(performance.now() - lock.acquireSentAt);
-        environment.events.emit('succeeded', { job: lock.job.name, runId: lock.request.token, durationMs });
-      }
-      await releaseLock(environment, lock, SUCCEEDED, lock.acquireSentAt + lock.job.lockAtMostForMs);
-      entry.done();
+      await entry.lock.finish(SUCCEEDED_ENDING);
     },
   };
 }
 
 interface HeldEntry {
   readonly lock: HeldLock;
-  /** Stops shutdown from waiting for this lock. */
-  readonly done: () => void;
   expiry: NodeJS.Timeout | undefined;
 }
 

@@ -17,7 +17,9 @@ export interface ScheduleOptions extends JobOptions {
 }
 
 /** What `guard.schedule` needs from its guard. */
-export interface ScheduleHost extends ResolvedJobRunner {
+export interface ScheduleHost {
+  /** Resolves the job's options, and runs each fire (the guard's `Runner`). */
+  readonly runner: ResolvedJobRunner;
   /** Tasks to stop on shutdown; a destroyed task leaves the set. */
   readonly tasks: Set<ScheduledTask>;
   /** A task was added, started again or destroyed: its next fires changed. */
@@ -32,7 +34,7 @@ export interface ScheduleHost extends ResolvedJobRunner {
  * now: a `TypeError` when wrong.
  */
 export function scheduleJob<T>(host: ScheduleHost, expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
-  const job = host.resolveJob(options);
+  const job = host.runner.resolveJob(options);
   const validation = typeof expression === 'string' ? validateDetailed(expression) : undefined;
   if (validation === undefined || !validation.valid) {
     const detail = validation?.errors.map((error) => error.message).join('; ');
@@ -81,13 +83,13 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
 async function runScheduled<T>(host: ScheduleHost, job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>> | undefined> {
   let context: ExecutionContext | undefined;
   try {
-    return await host.runResolved(
+    return await host.runner.runResolved(
       job,
       (ctx) => {
         context = ctx;
         return fn(ctx);
       },
-      slot,
+      { slot },
     );
   } catch (error) {
     // The signal's reason, when it aborted before the job ended (else EXECUTION_ENDED, which no job threw).

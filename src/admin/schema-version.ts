@@ -1,0 +1,46 @@
+import { sql, type Kysely } from 'kysely';
+import { BASE_SCHEMA_VERSION, migrationNumber, SCHEMA_VERSION } from '../../migrations/index.js';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import { quotedTable } from '../dialects/common/quote.js';
+
+/** The schema version of the database's tables beside the one this code needs. */
+export interface SchemaVersions {
+  /**
+   * The highest migration applied: 0 with no tables, 2 for tables 0.1.0 made (or
+   * migrations/sql 001 and 002 applied by hand), then the highest in `<prefix>schema_migrations`.
+   */
+  readonly database: number;
+  /** The version this code's migrations reach; `cronguard migrate` brings `database` up to it. */
+  readonly code: number;
+}
+
+/** The names recorded in `<prefix>schema_migrations`; none when the table does not exist yet. */
+export async function appliedSchemaMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<string[]> {
+  const ledger = sql.raw(quotedTable(tables, 'schemaMigrations', dialect.quote));
+  try {
+    const { rows } = await sql<{ name: string }>`SELECT name FROM ${ledger}`.execute(db);
+    return rows.map((row) => row.name);
+  } catch (error) {
+    if (dialect.isMissingTable(error)) return [];
+    throw error;
+  }
+}
+
+/**
+ * Reads the database's schema version. Without `<prefix>schema_migrations`, the run table tells
+ * 0.1.0's schema (2) from no tables (0): teams that applied migrations/sql 001 and 002 by hand have
+ * no `<prefix>migrations` ledger, but they have the tables.
+ */
+export async function readSchemaVersions(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<SchemaVersions> {
+  const applied = await appliedSchemaMigrations(db, dialect, tables);
+  if (applied.length > 0) return { database: Math.max(...applied.map(migrationNumber)), code: SCHEMA_VERSION };
+  const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
+  try {
+    // Reads no row: only whether the table is there.
+    await sql`SELECT 1 FROM ${runs} WHERE 1 = 0`.execute(db);
+    return { database: BASE_SCHEMA_VERSION, code: SCHEMA_VERSION };
+  } catch (error) {
+    if (dialect.isMissingTable(error)) return { database: 0, code: SCHEMA_VERSION };
+    throw error;
+  }
+}

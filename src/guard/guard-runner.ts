@@ -1,0 +1,37 @@
+import type { OpenedDatabase } from '../dialects/connect.js';
+import { ReplicaPresence } from '../admin/replica-presence.js';
+import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
+import { GuardEvents } from '../core/events.js';
+import { Runner } from '../core/runner.js';
+import type { ResolvedGuardOptions } from './guard-options.js';
+
+/**
+ * A guard's runner: its lock store on the opened database, its events (reported to OpenTelemetry
+ * when `telemetry` is on), and what runs after a run that executed (`afterExecuted`: the retention
+ * prune). The runner owns the run state.
+ */
+export function createGuardRunner(resolved: ResolvedGuardOptions, opened: OpenedDatabase, afterExecuted: () => void): { runner: Runner; events: GuardEvents } {
+  const { dialect, tables } = resolved;
+  const events = new GuardEvents(resolved.logger);
+  // Records this replica's cronguard version beside its lockedBy, rarely, after the locks it takes
+  // (a losing acquire still writes nothing).
+  const presence = new ReplicaPresence({ db: opened.db, dialect, tables, lockedBy: resolved.lockedBy, logger: resolved.logger });
+  events.on('acquired', () => presence.noteActivity());
+  const runner = new Runner({
+    store: dialect.createLockStore(opened.db, tables, {
+      native: resolved.preparedStatements ? opened.native : undefined,
+      history: resolved.history,
+      acquireTimeoutMs: resolved.acquireTimeoutMs,
+    }),
+    dialect,
+    lockedBy: resolved.lockedBy,
+    logger: resolved.logger,
+    events,
+    defaults: resolved.defaults,
+    recordSkips: resolved.recordSkips,
+    statementTimeoutMs: resolved.acquireTimeoutMs,
+    runContext: resolved.telemetry ? reportToOpenTelemetry(events) : undefined,
+    afterExecuted,
+  });
+  return { runner, events };
+}
