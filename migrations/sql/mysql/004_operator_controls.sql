@@ -25,3 +25,8 @@ CREATE TABLE IF NOT EXISTS cronguard_controls (
   changed_at DATETIME(3) NOT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 CREATE INDEX cronguard_controls_job_changed ON cronguard_controls (job_name, changed_at, id);
+-- Recorded in the schema version ledger (003 created it), as guard.migrate() records it.
+-- ON DUPLICATE KEY UPDATE a no-op, not INSERT IGNORE (which would swallow other errors too).
+INSERT INTO cronguard_schema_migrations (name, timestamp)
+VALUES ('004_operator_controls', DATE_FORMAT(UTC_TIMESTAMP(3), '%Y-%m-%dT%H:%i:%s.%fZ'))
+ON DUPLICATE KEY UPDATE name = name;

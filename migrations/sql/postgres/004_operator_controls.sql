@@ -24,3 +24,7 @@ CREATE TABLE IF NOT EXISTS cronguard_controls (
   changed_at timestamptz(3) NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cronguard_controls_job_changed ON cronguard_controls (job_name, changed_at, id);
+-- Recorded in the schema version ledger (003 created it), as guard.migrate() records it.
+INSERT INTO cronguard_schema_migrations (name, timestamp)
+VALUES ('004_operator_controls', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+ON CONFLICT (name) DO NOTHING;

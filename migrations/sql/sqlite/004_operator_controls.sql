@@ -24,3 +24,7 @@ CREATE TABLE IF NOT EXISTS cronguard_controls (
   changed_at text NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS cronguard_controls_job_changed ON cronguard_controls (job_name, changed_at, id);
+-- Recorded in the schema version ledger (003 created it), as guard.migrate() records it.
+INSERT INTO cronguard_schema_migrations (name, timestamp)
+VALUES ('004_operator_controls', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+ON CONFLICT (name) DO NOTHING;
