@@ -82,7 +82,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
       expect((await guard.run({ name: `job-${tick % 2}`, lockAtMostFor: '1m' }, () => tick)).executed).toBe(true);
     }
     await expect.poll(() => logger.warnings.length, { timeout: 10_000 }).toBe(1);
-    expect(logger.warnings[0]).toMatch(/^SCHEMA_OUTDATED: .*schema version 2; .* needs 3\b.*`cronguard migrate`/);
+    expect(logger.warnings[0]).toMatch(new RegExp(`^SCHEMA_OUTDATED: .*schema version 2; .* needs ${SCHEMA_VERSION}\\b.*\`cronguard migrate\``));
     for (let tick = 0; tick < 5; tick += 1) await guard.run({ name: 'job-0', lockAtMostFor: '1m' }, () => tick);
     expect(logger.warnings).toHaveLength(1);
     expect(logger.errors).toEqual([]);
@@ -149,13 +149,18 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
 
     const { guard, logger } = guardOn(url, prefix);
     expect(await guard.migrate()).toEqual({ database: SCHEMA_VERSION, code: SCHEMA_VERSION });
-    expect(await guard.history({ limit: 100 })).toEqual(before.history);
+    // Each run now also says who triggered it (migration 004): nobody, for what 0.1.0 ran.
+    const runs = before.history.runs.map((run) => ({ ...run, triggeredBy: null }));
+    expect(await guard.history({ limit: 100 })).toEqual({ ...before.history, runs });
     const doctor = await guard.doctor();
     expect(doctor).toHaveLength(before.doctor.length);
     // doctor() says more since 0.1.0 (cancelled runs, the holder and its version): what 0.1.0 said is unchanged.
     before.doctor.forEach((diagnosis, index) => expect(doctor[index]).toMatchObject({ ...diagnosis, lockedBy: 'old-replica', version: null }));
     expect(await cli(newBin, ['history', ...common])).toEqual(before.historyText);
-    expect(await cli(newBin, ['history', '--json', ...common])).toEqual(before.historyJson);
+    const historyJson = await cli(newBin, ['history', '--json', ...common]);
+    expect({ ...historyJson, stdout: '' }).toEqual({ ...before.historyJson, stdout: '' });
+    const oldPage = JSON.parse(before.historyJson.stdout) as { runs: Record<string, unknown>[] };
+    expect(JSON.parse(historyJson.stdout)).toEqual({ ...oldPage, runs: oldPage.runs.map((run) => ({ ...run, triggeredBy: null })) });
     const doctorJson = await cli(newBin, ['doctor', '--json', ...common]);
     expect(doctorJson.code).toBe(before.doctorJson.code);
     const oldDiagnoses = JSON.parse(before.doctorJson.stdout) as Record<string, unknown>[];

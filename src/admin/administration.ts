@@ -11,7 +11,7 @@ import { runMigrations } from './migrate.js';
 import { createPruner } from './prune.js';
 import type { RunRecord } from './run-record.js';
 import { createReplicaTable, type ReplicaRecord, type ReplicaTable } from './replicas.js';
-import { readSchemaVersions, type SchemaVersions } from './schema-version.js';
+import { OPERATOR_CONTROLS_SCHEMA_VERSION, readSchemaVersions, type SchemaVersions } from './schema-version.js';
 import { holderVersion, type VersionReport } from './version-report.js';
 
 export type { VersionReport } from './version-report.js';
@@ -57,14 +57,14 @@ export class Administration {
   }
 
   history(query: HistoryQuery | undefined): Promise<HistoryPage> {
-    return this.#reading(() => this.#readHistory(query), 'history');
+    return this.#reading(async () => this.#readHistory(query, { controls: await this.#hasControls() }), 'history');
   }
 
   /** Each lock row with the cronguard version its holder recorded (migration 003). */
   locks(): Promise<LockRecord[]> {
     return this.#reading(async () => {
       const replicas = await this.#replicas.list();
-      return (await this.#lockReader.list()).map((lock) => ({ ...lock, version: holderVersion(lock.lockedBy, replicas) }));
+      return (await this.#lockReader.list(await this.#hasControls())).map((lock) => ({ ...lock, version: holderVersion(lock.lockedBy, replicas) }));
     }, 'locks');
   }
 
@@ -73,7 +73,7 @@ export class Administration {
     return this.#reading(async () => {
       const schema = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
       const replicas: ReplicaRecord[] = await this.#replicas.list();
-      const holders = (await this.#lockReader.list()).filter((lock) => lock.state === 'held');
+      const holders = (await this.#lockReader.list(schema.database >= OPERATOR_CONTROLS_SCHEMA_VERSION)).filter((lock) => lock.state === 'held');
       return {
         package: packageVersionOrUnknown(),
         schema,
@@ -104,8 +104,9 @@ export class Administration {
       const now = await this.#lockReader.now();
       const replicas = await this.#replicas.list();
       const diagnoses: JobDiagnosis[] = [];
-      for (const lock of await this.#lockReader.list()) {
-        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB }, { withSkips: false });
+      const controls = await this.#hasControls();
+      for (const lock of await this.#lockReader.list(controls)) {
+        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB }, { withSkips: false, controls });
         diagnoses.push({ ...diagnoseJob(lock.name, runs, now), lockedBy: lock.lockedBy, version: holderVersion(lock.lockedBy, replicas) });
       }
       return diagnoses;
@@ -137,6 +138,12 @@ export class Administration {
    */
   #assertOpen(method: string): void {
     if (this.#parts.isClosed()) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
+  }
+
+  /** Whether the tables have migration 004's columns (the pause, the trigger, triggered_by): a read of the schema version. */
+  async #hasControls(): Promise<boolean> {
+    const { db, dialect, tables } = this.#parts;
+    return (await readSchemaVersions(db, dialect, tables)).database >= OPERATOR_CONTROLS_SCHEMA_VERSION;
   }
 
   /** Turns "no such table" into a GuardError that says to migrate; refuses once the guard is shut down. */

@@ -34,26 +34,35 @@ const MAX_LIMIT = 1_000;
 export function createHistoryReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
   const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   const reads = dialect.reads;
-  const columns = sql.raw(
-    [
-      'id',
-      `${reads.name('job_name')} AS job`,
-      `${reads.time('slot')} AS slot`,
-      'status',
-      'locked_by',
-      `${reads.time('started_at')} AS started_at`,
-      `${reads.time('finished_at')} AS finished_at`,
-      'duration_ms',
-      'lock_at_most_for_ms',
-      `${reads.time('lock_until')} AS lock_until`,
-      'overran',
-      'error',
-      'triggered_by',
-    ].join(', '),
-  );
+  const columnsOf = (controls: boolean) =>
+    sql.raw(
+      [
+        'id',
+        `${reads.name('job_name')} AS job`,
+        `${reads.time('slot')} AS slot`,
+        'status',
+        'locked_by',
+        `${reads.time('started_at')} AS started_at`,
+        `${reads.time('finished_at')} AS finished_at`,
+        'duration_ms',
+        'lock_at_most_for_ms',
+        `${reads.time('lock_until')} AS lock_until`,
+        'overran',
+        'error',
+        // Migration 004's column; on tables before it, no run was triggered.
+        controls ? 'triggered_by' : 'NULL AS triggered_by',
+      ].join(', '),
+    );
+  const columns = { controls: columnsOf(true), before: columnsOf(false) };
 
-  /** `withSkips: false` leaves out `skipped` rows (doctor: with recordSkips they would crowd out the runs). */
-  return async function history(query: HistoryQuery = {}, { withSkips = true }: { withSkips?: boolean } = {}): Promise<HistoryPage> {
+  /**
+   * `withSkips: false` leaves out `skipped` rows (doctor: with recordSkips they would crowd out the
+   * runs); `controls: false` for tables before migration 004.
+   */
+  return async function history(
+    query: HistoryQuery = {},
+    { withSkips = true, controls = true }: { withSkips?: boolean; controls?: boolean } = {},
+  ): Promise<HistoryPage> {
     const limit = query.limit === undefined ? 50 : query.limit;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
       throw new TypeError(`Expected \`limit\` to be an integer from 1 to ${MAX_LIMIT}, got ${describeValue(limit)}`);
@@ -76,7 +85,7 @@ export function createHistoryReader(db: Kysely<unknown>, dialect: Dialect, table
       conditions.push(sql`(started_at < ${at} OR (started_at = ${at} AND id < ${cursor.id}))`);
     }
     const where = conditions.length === 0 ? sql`` : sql`WHERE ${sql.join(conditions, sql` AND `)}`;
-    const { rows } = await sql<RunRow>`SELECT ${columns} FROM ${runs} ${where}
+    const { rows } = await sql<RunRow>`SELECT ${controls ? columns.controls : columns.before} FROM ${runs} ${where}
       ORDER BY started_at DESC, id DESC LIMIT ${limit + 1}`.execute(db);
     const page = rows.slice(0, limit).map(toRunRecord);
     const last = page.at(-1);

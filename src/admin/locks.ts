@@ -48,14 +48,17 @@ interface LockRow {
 export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
   const locks = sql.raw(quotedTable(tables, 'locks', dialect.quote));
   const reads = dialect.reads;
+  const lockColumns = [
+    `${reads.name('name')} AS name`,
+    'locked_by',
+    `${reads.time('locked_at')} AS locked_at`,
+    `${reads.time('lock_until')} AS lock_until`,
+    `${reads.millisecondsUntil('lock_until')} AS remaining_ms`,
+    'token',
+  ];
   const columns = sql.raw(
     [
-      `${reads.name('name')} AS name`,
-      'locked_by',
-      `${reads.time('locked_at')} AS locked_at`,
-      `${reads.time('lock_until')} AS lock_until`,
-      `${reads.millisecondsUntil('lock_until')} AS remaining_ms`,
-      'token',
+      ...lockColumns,
       // Whether the pause is in force, on the database's clock, as the acquire statements decide it.
       `CASE WHEN paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > ${reads.now}) THEN 1 ELSE 0 END AS paused_now`,
       `${reads.time('paused_until')} AS paused_until`,
@@ -68,6 +71,9 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
       'trigger_force',
     ].join(', '),
   );
+  // On tables before migration 004: no pause, no trigger (what the acquire statements read there too).
+  const controlColumns = ['paused_until', 'paused_reason', 'paused_by', 'paused_at', 'trigger_id', 'trigger_by', 'trigger_at', 'trigger_force'];
+  const columnsBeforeControls = sql.raw([...lockColumns, '0 AS paused_now', ...controlColumns.map((column) => `NULL AS ${column}`)].join(', '));
   // Frees a lock by hand: expires it now, on the database's clock. The token stays, so that the
   // next taker still finds the run it takes over from and marks it abandoned if it is running.
   const now = sql.raw(reads.now);
@@ -82,8 +88,9 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
       if (now === undefined) throw new Error('the database returned no time');
       return toDate(now);
     },
-    async list(): Promise<Omit<LockRecord, 'version'>[]> {
-      const { rows } = await sql<LockRow>`SELECT ${columns} FROM ${locks} ORDER BY name`.execute(db);
+    /** `controls`: the tables have migration 004's columns. */
+    async list(controls: boolean): Promise<Omit<LockRecord, 'version'>[]> {
+      const { rows } = await sql<LockRow>`SELECT ${controls ? columns : columnsBeforeControls} FROM ${locks} ORDER BY name`.execute(db);
       return rows.map((row) => {
         const remaining = Number(row.remaining_ms);
         return {

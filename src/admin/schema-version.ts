@@ -44,3 +44,6 @@ export async function readSchemaVersions(db: Kysely<unknown>, dialect: Dialect, 
     throw error;
   }
 }
+
+/** The schema version that brings the operator controls' columns and table (migration 004). */
+export const OPERATOR_CONTROLS_SCHEMA_VERSION = migrationNumber('004_operator_controls');

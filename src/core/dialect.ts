@@ -249,6 +249,12 @@ export interface LockStoreSettings<Native = unknown> {
    * (`Dialect.isLockWaitTimeout`), so the run is skipped with ACQUIRE_TIMEOUT.
    */
   readonly acquireTimeoutMs: number;
+  /**
+   * Whether the acquire statements read the operator's pause from the lock row (its columns come
+   * with migration 004). False on tables not migrated that far, which the statements then do not
+   * name, so that the jobs still run there (docs/upgrading.md). @default true
+   */
+  readonly operatorControls?: boolean;
 }
 
 /** What a dialect needs from the guard's options to open a pool of its own. */

@@ -1,9 +1,11 @@
 import type { OpenedDatabase } from '../dialects/connect.js';
 import { ReplicaPresence } from '../admin/replica-presence.js';
+import { OPERATOR_CONTROLS_SCHEMA_VERSION, readSchemaVersions } from '../admin/schema-version.js';
 import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
 import { GuardEvents } from '../core/events.js';
 import { Runner } from '../core/runner.js';
 import type { ResolvedGuardOptions } from './guard-options.js';
+import { schemaGatedLockStore } from './schema-gated-lock-store.js';
 
 /**
  * A guard's runner: its lock store on the opened database, its events (reported to OpenTelemetry
@@ -17,12 +19,16 @@ export function createGuardRunner(resolved: ResolvedGuardOptions, opened: Opened
   // (a losing acquire still writes nothing).
   const presence = new ReplicaPresence({ db: opened.db, dialect, tables, lockedBy: resolved.lockedBy, logger: resolved.logger });
   events.on('acquired', () => presence.noteActivity());
+  const settings = { native: resolved.preparedStatements ? opened.native : undefined, history: resolved.history, acquireTimeoutMs: resolved.acquireTimeoutMs };
+  // The pause is read only once the tables have its columns (migration 004): on tables nobody
+  // migrated yet, the jobs still run, with the statements of before.
+  const store = schemaGatedLockStore(
+    dialect.createLockStore(opened.db, tables, settings),
+    dialect.createLockStore(opened.db, tables, { ...settings, operatorControls: false }),
+    async () => (await readSchemaVersions(opened.db, dialect, tables)).database >= OPERATOR_CONTROLS_SCHEMA_VERSION,
+  );
   const runner = new Runner({
-    store: dialect.createLockStore(opened.db, tables, {
-      native: resolved.preparedStatements ? opened.native : undefined,
-      history: resolved.history,
-      acquireTimeoutMs: resolved.acquireTimeoutMs,
-    }),
+    store,
     dialect,
     lockedBy: resolved.lockedBy,
     logger: resolved.logger,

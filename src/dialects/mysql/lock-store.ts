@@ -63,7 +63,7 @@ const statement = <Values extends object>(text: string): NamedStatement<Values> 
  * and the probe.
  * Without history, a win neither starts nor finishes a run row: the probe, the take, the release.
  */
-export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { history }: LockStoreSettings): LockStore {
+export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { history, operatorControls = true }: LockStoreSettings): LockStore {
   const locks = quotedTable(tables, 'locks', '`');
   const runs = quotedTable(tables, 'runs', '`');
   // The acquire's statements, which shutdown cuts on the server (cancelAcquires, KILL QUERY) when
@@ -83,8 +83,9 @@ export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { 
   // UPDATE or INSERT below, which alone decide. No row: the job's first acquire anywhere.
   // The operator's pause (guard.pause) is read from the same row, in the probe and in the take:
   // a paused job's attempt stays one read that writes nothing, an unpaused one pays one column test.
-  const notPaused = `(paused_at IS NULL OR paused_until <= UTC_TIMESTAMP(3))`;
-  const pausedNow = `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > UTC_TIMESTAMP(3))`;
+  // On tables before migration 004 (no pause columns) the statements name none of them.
+  const notPaused = operatorControls ? `(paused_at IS NULL OR paused_until <= UTC_TIMESTAMP(3))` : 'TRUE';
+  const pausedNow = operatorControls ? `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > UTC_TIMESTAMP(3))` : 'FALSE';
   const probeSql = acquireStatement<SlotOfJob>(`SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done'
               WHEN lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
   FROM ${locks} WHERE name = :name`);

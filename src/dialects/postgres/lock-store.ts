@@ -51,7 +51,7 @@ const statement = <Values extends object>(text: string) => namedStatement<Values
 export function createPostgresLockStore(
   db: Kysely<unknown>,
   tables: TableNames,
-  { native, history, acquireTimeoutMs }: LockStoreSettings<pg.Pool>,
+  { native, history, acquireTimeoutMs, operatorControls = true }: LockStoreSettings<pg.Pool>,
 ): LockStore {
   const { query, cancelAcquires } = statementRunner(db, native);
   const locks = quotedTable(tables, 'locks', '"');
@@ -101,8 +101,9 @@ export function createPostgresLockStore(
   // extra statement, and for an unpaused job one more column test on that row. Checked in the
   // probe (a paused job's attempt stays one read that writes nothing) and in every take (the
   // probe only answers no; the take alone decides).
-  const notPaused = `(paused_at IS NULL OR paused_until <= now())`;
-  const pausedNow = `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > now())`;
+  // On tables before migration 004 (no pause columns) the statements name none of them.
+  const notPaused = operatorControls ? `(paused_at IS NULL OR paused_until <= now())` : 'true';
+  const pausedNow = operatorControls ? `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > now())` : 'false';
   const acquireSql = statement<AcquireValues>(`WITH taken AS (
   UPDATE ${locks}
      SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token,

@@ -48,7 +48,7 @@ interface RunValues extends SlotOfJob, TokenOfJob {
  * waiting, when another process wrote in between. Without history, the run-row statements are
  * left out of each transaction.
  */
-export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, { native, history }: LockStoreSettings<LazySqliteDatabase>): LockStore {
+export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, { native, history, operatorControls = true }: LockStoreSettings<LazySqliteDatabase>): LockStore {
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
 
@@ -64,12 +64,13 @@ VALUES (:name, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lockAtMostFor), ${NOW}, :l
 ON CONFLICT (name) DO UPDATE
    SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
        locked_by = excluded.locked_by, token = excluded.token, last_slot = coalesce(excluded.last_slot, last_slot)
- WHERE lock_until <= excluded.locked_at AND (paused_at IS NULL OR paused_until <= excluded.locked_at)
+ WHERE lock_until <= excluded.locked_at AND ${operatorControls ? '(paused_at IS NULL OR paused_until <= excluded.locked_at)' : '1'}
    AND (excluded.last_slot IS NULL OR last_slot IS NULL OR last_slot < excluded.last_slot)
 RETURNING lock_until, locked_at, previous_token`);
   // The operator's pause (guard.pause) is read from the same row, in the probe and in the take
   // above: a paused job's attempt stays one read outside any transaction, writing nothing.
-  const pausedNow = `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > ${NOW})`;
+  // On tables before migration 004 (no pause columns) the statements name none of them.
+  const pausedNow = operatorControls ? `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > ${NOW})` : '0';
   // A manual run (guard.trigger): the take also requires the pending request's id and clears it,
   // so of all the processes that saw the request exactly one runs it. No slot: the watermark is
   // left as it is. Forced, it ignores the pause. The row exists (the request is on it).

@@ -1,0 +1,61 @@
+import type { AcquireOutcome, AcquireRequest, LockStore } from '../core/dialect.js';
+import type { ResolvedJob } from '../core/job-options.js';
+
+/** While the tables are older than the operator controls, how often an acquire has the schema version read again. */
+export const SCHEMA_RECHECK_MS = 60_000;
+
+/**
+ * A lock store that reads the operator's pause only once the tables have its columns (migration
+ * 004): a replica of this version started on tables nobody migrated yet still runs its jobs, as
+ * docs/upgrading.md promises, with the statements of a store that names no pause column
+ * (`without`). The first acquire reads the schema version (one read, no write); while the tables
+ * are older, one acquire a minute reads it again in the background, so the pause takes effect
+ * once `cronguard migrate` has run. A read that fails leaves the choice open: that acquire uses
+ * `withControls` (whose own failure then says what is wrong), and the next one reads again.
+ * Everything but the acquire is the same SQL in both stores and goes to `withControls`.
+ */
+export function schemaGatedLockStore(
+  withControls: LockStore,
+  without: LockStore,
+  hasControls: () => Promise<boolean>,
+): LockStore {
+  let known: boolean | undefined;
+  let checkedAt = Number.NEGATIVE_INFINITY;
+  let checking: Promise<boolean | undefined> | undefined;
+  const check = (): Promise<boolean | undefined> => {
+    checking ??= hasControls().then(
+      (has) => {
+        checkedAt = performance.now();
+        // Once the columns are there, they stay: migrations only go forward.
+        known = known === true || has;
+        return known;
+      },
+      () => undefined,
+    );
+    void checking.finally(() => (checking = undefined));
+    return checking;
+  };
+  const storeFor = async (request: AcquireRequest): Promise<LockStore> => {
+    // A trigger exists only on tables that have the controls.
+    if (request.trigger !== undefined || known === true) return withControls;
+    if (known === undefined) return (await check()) === false ? without : withControls;
+    if (performance.now() - checkedAt >= SCHEMA_RECHECK_MS) void check();
+    return without;
+  };
+  const gated: LockStore = {
+    synchronous: withControls.synchronous,
+    async acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome> {
+      return (await storeFor(request)).acquire(job, request);
+    },
+    release: (job, token, outcome) => withControls.release(job, token, outcome),
+    extend: (job, token, durationMs) => withControls.extend(job, token, durationMs),
+    recordSkip: (job, request) => withControls.recordSkip(job, request),
+  };
+  const { cancelAcquires } = withControls;
+  if (cancelAcquires !== undefined) {
+    gated.cancelAcquires = async () => {
+      await Promise.all([cancelAcquires.call(withControls), without.cancelAcquires?.call(without)]);
+    };
+  }
+  return gated;
+}
