@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import { createLocksTable } from './001-create-locks.js';
 import { createRunsTable } from './002-create-runs.js';
 import { createReplicasTable } from './003-create-replicas.js';
+import { createSlotLedger } from './005-slot-ledger.js';
 import type { MigrationContext } from './context.js';
 
 export type { MigrationContext } from './context.js';
@@ -36,6 +37,7 @@ const BASE_MIGRATIONS: Record<string, MigrationFactory> = {
 /** Every later migration, in order, in `<prefix>schema_migrations`. Add new ones at the end. */
 const SCHEMA_MIGRATIONS: Record<string, MigrationFactory> = {
   '003_create_replicas': createReplicasTable,
+  '005_slot_ledger': createSlotLedger,
 };
 
 /** The number of a migration's name (`003_create_replicas` → 3). */

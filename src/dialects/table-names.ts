@@ -31,6 +31,7 @@ function namesFor(schema: string | undefined, prefix: string): TableNames {
     schema,
     locks: `${prefix}locks`,
     runs: `${prefix}runs`,
+    jobs: `${prefix}jobs`,
     migrations: `${prefix}migrations`,
     migrationLock: `${prefix}migrations_lock`,
     schemaMigrations: `${prefix}schema_migrations`,
