@@ -1,11 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
+import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { createDashboardReader, type RecentRuns } from './dashboard-reads.js';
 import { packageVersionOrUnknown } from '../core/package-version.js';
 import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
+import { createScheduleStore, type ScheduleStore } from './job-schedules.js';
 import { createLockReader, type LockRecord } from './locks.js';
 import { runMigrations } from './migrate.js';
 import { createPruner } from './prune.js';
@@ -16,6 +18,10 @@ import { holderVersion, type VersionReport } from './version-report.js';
 
 export type { VersionReport } from './version-report.js';
 export type { SchemaVersions } from './schema-version.js';
+import { SlotWatch } from './slot-watch.js';
+import { createSlotsReader, type JobLedger, type SlotsQuery } from './slots.js';
+
+export type { JobLedger, SlotsQuery } from './slots.js';
 
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -31,6 +37,8 @@ export interface AdministrationParts {
   readonly retentionMs: number | undefined;
   /** True once the guard is shut down: its pool is ended (or ending). */
   readonly isClosed: () => boolean;
+  /** What the slot ledger's live side needs from the guard's runs (see SlotWatch). */
+  readonly slotWatch: { events: GuardEvents; lockedBy: string; history: boolean; track(work: Promise<unknown>): void };
 }
 
 /**
@@ -44,6 +52,11 @@ export class Administration {
   readonly #prune: ReturnType<typeof createPruner>;
   readonly #dashboardReader: ReturnType<typeof createDashboardReader>;
   readonly #replicas: ReplicaTable;
+  /** The jobs table: declared schedules (the slot ledger). */
+  readonly schedules: ScheduleStore;
+  readonly #readSlots: ReturnType<typeof createSlotsReader>;
+  /** Declared schedules, and the late and missed checks after each win of a slot. */
+  readonly slotWatch: SlotWatch;
   /** performance.now() of the last retention prune; the first comes after the first run. */
   #prunedAt = Number.NEGATIVE_INFINITY;
 
@@ -54,6 +67,16 @@ export class Administration {
     this.#prune = createPruner(parts.db, parts.dialect, parts.tables);
     this.#dashboardReader = createDashboardReader(parts.db, parts.dialect, parts.tables);
     this.#replicas = createReplicaTable(parts.db, parts.dialect, parts.tables);
+    this.schedules = createScheduleStore(parts.db, parts.dialect, parts.tables);
+    this.#readSlots = createSlotsReader(parts.db, parts.dialect, parts.tables, this.schedules, () => this.#lockReader.now());
+    const { db, dialect, tables, logger, isClosed } = parts;
+    this.slotWatch = new SlotWatch({ db, dialect, tables, logger, isClosed, schedules: this.schedules, ...parts.slotWatch });
+    // After each win, off the acquire path: the guard's own `acquired` event.
+    parts.slotWatch.events.on('acquired', ({ job, runId, slot }) => this.slotWatch.acquired(job, runId, slot));
+  }
+
+  slots(query: SlotsQuery | undefined): Promise<JobLedger[]> {
+    return this.#reading(() => this.#readSlots(query), 'slots');
   }
 
   history(query: HistoryQuery | undefined): Promise<HistoryPage> {

@@ -30,6 +30,14 @@ export interface GuardEventMap {
   'lock-lost': [{ job: string; runId: string; during: 'extend' | 'release' }];
   /** A job ran past its lock's expiry: another execution may have overlapped it. */
   overran: [{ job: string; runId: string; durationMs: number; lockAtMostForMs: number }];
+  /**
+   * The winner of `slot` found slots before it that no replica ran (since the previous slot that
+   * ran): `slots`, oldest first (the newest 10,000 of a longer gap), and how many there were.
+   * Once per gap, on the replica that took the slot after it. Needs the history and a schedule.
+   */
+  missed: [{ job: string; runId: string; slot: Date; slots: Date[]; count: number }];
+  /** A run started more than lateAfter (a tenth of its interval, 1 s to 1 min) after its slot, on this replica's clock. */
+  late: [{ job: string; runId: string; slot: Date; delayMs: number; lateAfterMs: number }];
   /** A database failure of the guard itself (acquire, extend, release, history). */
   error: [{ job?: string; error: GuardError }];
 }

@@ -75,6 +75,11 @@ export class Runner implements ResolvedJobRunner, LockTaker {
     return this.#closed;
   }
 
+  /** Work besides runs that shutdown waits for (the slot ledger's reads and writes after a win). */
+  track<T>(work: Promise<T>): Promise<T> {
+    return this.#inFlight.track(work);
+  }
+
   /** The job's options with the guard's defaults filled in; a `TypeError` when one is wrong. */
   resolveJob(options: JobOptions): ResolvedJob {
     return resolveJob(options, this.#dependencies.defaults);

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
-import { Administration, type SchemaVersions, type VersionReport } from '../admin/administration.js';
+import { Administration, type JobLedger, type SchemaVersions, type SlotsQuery, type VersionReport } from '../admin/administration.js';
 import type { JobDiagnosis } from '../admin/doctor.js';
 import { pointInTime, type HistoryPage, type HistoryQuery } from '../admin/history.js';
 import type { LockRecord } from '../admin/locks.js';
@@ -62,12 +62,22 @@ export class Guard implements RunnerHost {
       return opened.close();
     };
     // The resolved options carry the dialect, tables, logger and retention it needs.
-    this.#admin = new Administration({ ...resolved, db: opened.db, isClosed: () => runner.closed });
+    this.#admin = new Administration({
+      ...resolved,
+      db: opened.db,
+      isClosed: () => runner.closed,
+      slotWatch: { events, lockedBy: resolved.lockedBy, history: resolved.history, track: (work) => void runner.track(work) },
+    });
   }
 
-  /** The guard's runner for validated jobs, for this package's integrations only. @internal */
+  /** The guard's runner for validated jobs, for this package's integrations only; a decorated job with `cron` declares its schedule. @internal */
   get [RUNNER](): ResolvedJobRunner {
-    return this.#runner;
+    const runner = this.#runner;
+    return {
+      resolveJob: (options) => runner.resolveJob(options),
+      resolveDecoratedJob: (options) => this.#admin.slotWatch.declareDecorated(runner.resolveDecoratedJob(options)),
+      runResolved: (job, fn, request) => runner.runResolved(job, fn, request),
+    };
   }
 
   /**
@@ -117,7 +127,7 @@ export class Guard implements RunnerHost {
    * }
    */
   guarded(options: JobOptions): GuardedDecorator {
-    const job = this.#runner.resolveDecoratedJob(options);
+    const job = this.#admin.slotWatch.declareDecorated(this.#runner.resolveDecoratedJob(options));
     return createGuardedDecorator((fn) => this.#runner.runResolved(job, fn, UNSCHEDULED));
   }
 
@@ -135,7 +145,7 @@ export class Guard implements RunnerHost {
       throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
     }
     return scheduleJob(
-      { runner: this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger },
+      { runner: this.#runner, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger, slotWatch: this.#admin.slotWatch },
       expression,
       options,
       fn,
@@ -150,7 +160,7 @@ export class Guard implements RunnerHost {
    */
   coordinator(options: CoordinatorOptions = {}): RunCoordinator {
     return createRunCoordinator(
-      { runner: this.#runner, defaults: this.#options.defaults, logger: this.#options.logger },
+      { runner: this.#runner, defaults: this.#options.defaults, logger: this.#options.logger, slotWatch: this.#admin.slotWatch },
       options,
     );
   }
@@ -171,6 +181,8 @@ export class Guard implements RunnerHost {
 
   /** The web dashboard, a Node `(req, res)` handler: read-only unless `readOnly: false` and `authorize` (docs/dashboard.md). */
   readonly dashboard = (options?: DashboardOptions): DashboardHandler => createDashboard(this.#admin, options);
+  /** The slot ledger per scheduled job: one outcome per slot it should have had (default the last 24 h), as `cronguard slots` prints. */
+  readonly slots = (query?: SlotsQuery): Promise<JobLedger[]> => this.#admin.slots(query);
 
   /**
    * Frees a job's lock by hand, for a lock left by a process that is gone. If that process is in
