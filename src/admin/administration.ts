@@ -5,7 +5,8 @@ import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { createDashboardReader, type RecentRuns } from './dashboard-reads.js';
 import { packageVersionOrUnknown } from '../core/package-version.js';
-import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
+import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
+import { diagnoseLedger } from './doctor-ledger.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
 import { createScheduleStore, type ScheduleStore } from './job-schedules.js';
 import { createLockReader, type LockRecord } from './locks.js';
@@ -121,15 +122,31 @@ export class Administration {
     return this.#reading(() => this.#lockReader.unlock(job), 'unlock');
   }
 
-  /** Per lock row, the diagnosis of its newest runs. */
+  /** Per lock row (and per declared schedule), the diagnosis of its newest runs and of its slot ledger. */
   doctor(): Promise<JobDiagnosis[]> {
     return this.#reading(async () => {
       const now = await this.#lockReader.now();
       const replicas = await this.#replicas.list();
       const diagnoses: JobDiagnosis[] = [];
-      for (const lock of await this.#lockReader.list()) {
-        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB }, { withSkips: false });
-        diagnoses.push({ ...diagnoseJob(lock.name, runs, now), lockedBy: lock.lockedBy, version: holderVersion(lock.lockedBy, replicas) });
+      const schedules = new Map((await this.schedules.list()).map((schedule) => [schedule.name, schedule]));
+      const ledgers = new Map((await this.#readSlots({ since: new Date(now.getTime() - PROBLEM_WINDOW_MS) })).map((ledger) => [ledger.job, ledger]));
+      // Every lock row, then the declared schedules that never ran (no lock row yet: who declared it).
+      const locks = await this.#lockReader.list();
+      const holders = [
+        ...locks.map((lock) => ({ name: lock.name, lockedBy: lock.lockedBy })),
+        ...[...schedules.values()].filter((schedule) => !locks.some((lock) => lock.name === schedule.name)).map((schedule) => ({ name: schedule.name, lockedBy: schedule.declaredBy })),
+      ];
+      for (const { name, lockedBy } of holders) {
+        const { runs } = await this.#readHistory({ job: name, limit: RUNS_PER_JOB }, { withSkips: false });
+        const diagnosis = { ...diagnoseJob(name, runs, now), lockedBy, version: holderVersion(lockedBy, replicas) };
+        const schedule = schedules.get(name);
+        if (schedule === undefined) {
+          diagnoses.push(diagnosis);
+          continue;
+        }
+        // A job with a declared schedule: what its slot ledger of the last day says, too.
+        const { problems, ...counts } = diagnoseLedger(schedule, ledgers.get(name), runs, now);
+        diagnoses.push({ ...diagnosis, ...counts, problems: [...diagnosis.problems, ...problems] });
       }
       return diagnoses;
     }, 'doctor');

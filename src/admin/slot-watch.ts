@@ -114,8 +114,14 @@ export class SlotWatch {
     const windowMs = schedule.catchUpMs;
     const work = async (): Promise<void> => {
       const last = await this.#parts.schedules.lastSlot(job);
-      const newest = schedule.cron.slotAt(new Date());
-      if (last === null || newest <= last || Date.now() - newest.getTime() > windowMs) return;
+      const { cron } = schedule;
+      const now = Date.now();
+      const newest = cron.slotAt(new Date(now));
+      if (last === null || newest <= last || now - newest.getTime() > windowMs) return;
+      // The newest slot is missed when a slot before it was missed too (the replicas were all
+      // down), or when lateAfter has passed: not when the replicas still running are taking it.
+      const gapBefore = cron.slotAt(new Date(newest.getTime() - 1_000)) > last;
+      if (!gapBefore && now - newest.getTime() <= lateAfterMs(cron.fireAfter(newest).getTime() - newest.getTime())) return;
       await run(newest);
     };
     this.#parts.track(work().catch((error: unknown) => this.#parts.logger.error(`Catching up job "${job}" failed: ${messageOf(error)}`)));
