@@ -1,6 +1,9 @@
 // The slot ledger in one process, on every dialect: declared schedules, guard.slots, the missed
 // and late events after a win, and the CLI's `slots`.
+import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { GuardEventMap } from '../src/index.js';
 import { dialectTargets } from './support/dialects.js';
@@ -8,6 +11,18 @@ import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
 
 const EVERY_SECOND = '* * * * * *';
+const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+
+/** The built `cronguard` command: its exit code and output. */
+async function cronguard(args: string[]): Promise<{ code: number; stdout: string }> {
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [bin, ...args]);
+    return { code: 0, stdout };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string };
+    return { code: failed.code, stdout: failed.stdout };
+  }
+}
 
 /** A time column read raw: a Date, or text. */
 function timeOf(value: unknown): number {
@@ -77,6 +92,16 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       const [ledger] = await guard.slots({ job: 'ticker', since: at(0), until: at(5) });
       expect(ledger?.slots.map((entry) => entry.outcome)).toEqual(['succeeded', 'missed', 'missed', 'failed', 'succeeded']);
       expect(ledger?.counts).toMatchObject({ succeeded: 2, missed: 2, failed: 1 });
+      // `cronguard slots`: the same ledger, and exit 1 since slots were missed.
+      const common = ['--database', url, '--table-prefix', prefix, '--job', 'ticker', '--since', '1h'];
+      const json = await cronguard(['slots', ...common, '--json']);
+      expect(json.code).toBe(1);
+      const [printed] = JSON.parse(json.stdout) as { slots: { slot: string; outcome: string }[] }[];
+      const listed = new Map(printed?.slots.map((entry) => [entry.slot, entry.outcome]));
+      expect([0, 1, 2, 3, 4].map((index) => listed.get(at(index).toISOString()))).toEqual(['succeeded', 'missed', 'missed', 'failed', 'succeeded']);
+      const text = await cronguard(['slots', ...common]);
+      expect(text.stdout).toMatch(/^JOB +SCHEDULE +SLOTS +SUCCEEDED +LATE +MISSED/);
+      expect(text.stdout).toContain(`ticker: ${at(1).toISOString().slice(0, 19).replace('T', ' ')}Z missed`);
     });
 
     it('fires late once for a run that started more than lateAfter after its slot, without a log line', async () => {

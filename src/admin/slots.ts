@@ -26,7 +26,10 @@ export interface JobLedger {
   readonly timezone: string | null;
   /** No replica has declared the schedule for a day: its slots stop an hour after the last declaration. */
   readonly retired: boolean;
-  /** The range the slots cover: the query's, cut to when the schedule last changed and to lateAfter ago. */
+  /**
+   * The range the slots cover: the query's, cut to when the schedule last changed and to now
+   * (slots younger than lateAfter are listed only once a run has started them).
+   */
   readonly since: Date;
   readonly until: Date;
   /** The range held more than 10,000 slots: only the newest are listed (and counted). */
@@ -103,14 +106,17 @@ export function createSlotsReader(db: Kysely<unknown>, dialect: Dialect, tables:
       if (cron === undefined) continue;
       const retired = now.getTime() - schedule.declaredAt.getTime() > RETIRE_AFTER_MS;
       const from = new Date(Math.max(since.getTime(), schedule.changedAt.getTime()));
-      // A slot is not yet late (nor missed) until lateAfter has passed: the newest are left out.
-      const next = cron.fireAfter(cron.slotAt(now));
-      const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime());
-      const end = Math.min(until.getTime(), settled, retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY);
+      const end = Math.min(until.getTime(), now.getTime(), retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY);
       const to = new Date(Math.max(end, from.getTime()));
       const expected = expectedSlots(cron, from, to);
       const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;
-      const ledger = slotLedger(expected.slots, expected.following, await rowsFor(schedule, covered, to), schedule.lockAtLeastForMs);
+      // A slot nobody has run yet is not missed (nor overlapped) until lateAfter has passed: such
+      // newest slots are left out; those that ran are listed.
+      const next = cron.fireAfter(cron.slotAt(now));
+      const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime());
+      const ledger = slotLedger(expected.slots, expected.following, await rowsFor(schedule, covered, to), schedule.lockAtLeastForMs).filter(
+        (entry) => entry.runId !== null || entry.slot.getTime() <= settled,
+      );
       ledgers.push({
         job: schedule.name,
         expression: schedule.expression,
