@@ -28,3 +28,5 @@ export type { VersionReport } from './admin/version-report.js';
 export type { ReplicaRecord } from './admin/replicas.js';
 export type { SchemaVersions } from './admin/schema-version.js';
 export type { GuardEventMap, GuardEventName } from './core/events.js';
+export type { SlotsQuery, JobLedger } from './admin/slots.js';
+export type { SlotOutcome, LedgerSlot } from './core/slot-ledger.js';
