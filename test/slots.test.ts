@@ -104,6 +104,28 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       expect(text.stdout).toContain(`ticker: ${at(1).toISOString().slice(0, 19).replace('T', ' ')}Z missed`);
     });
 
+    it("does not take the slot the running replicas are taking as a catch-up when a replica joins (catchUp)", async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const joiner = guardOn(url, prefix).guard;
+      // Connections open first, so that the steps below take milliseconds.
+      await guard.run({ name: 'warm', lockAtMostFor: '1m' }, () => 1);
+      await joiner.run({ name: 'warm', lockAtMostFor: '1m' }, () => 1);
+      // Just after a fire of a every-10-seconds job: the previous slot ran, the current one (P) is being taken.
+      const slotMs = 10_000;
+      await sleep(slotMs - (Date.now() % slotMs) + 100);
+      const current = Math.floor(Date.now() / slotMs) * slotMs;
+      await guard.run({ name: 'joined', lockAtMostFor: '1m', slot: new Date(current - slotMs) }, () => 1);
+      const catchUps: unknown[] = [];
+      const task = joiner.schedule('*/10 * * * * *', { name: 'joined', lockAtMostFor: '1m', catchUp: '1h' }, (ctx) => {
+        if (ctx.catchUp) catchUps.push(ctx.slot);
+      });
+      await sleep(1_500);
+      await task.destroy();
+      expect(catchUps).toEqual([]);
+      const { runs } = await guard.history({ job: 'joined' });
+      expect(runs.map((run) => run.slot?.getTime())).toEqual([current - slotMs]);
+    });
+
     it('fires late once for a run that started more than lateAfter after its slot, without a log line', async () => {
       const { guard, logger } = await migratedGuard(target);
       guard.guarded({ name: 'slow-start', lockAtMostFor: '1m', cron: '0 * * * * *' });
