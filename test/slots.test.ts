@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import cron from 'node-cron';
 import { describe, expect, it } from 'vitest';
 import type { GuardEventMap } from '../src/index.js';
 import { dialectTargets } from './support/dialects.js';
@@ -124,6 +125,24 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       expect(catchUps).toEqual([]);
       const { runs } = await guard.history({ job: 'joined' });
       expect(runs.map((run) => run.slot?.getTime())).toEqual([current - slotMs]);
+    });
+
+    it('declares a node-cron task that runs through the coordinator, from its expression and time zone', async () => {
+      const { guard } = await migratedGuard(target);
+      const task = cron.schedule('* * * * * *', () => undefined, {
+        name: 'coordinated',
+        timezone: 'America/New_York',
+        distributed: true,
+        runCoordinator: guard.coordinator({ lockAtMostFor: '10s' }),
+      });
+      try {
+        await expect.poll(async () => (await guard.slots({ job: 'coordinated' }))[0], { timeout: 10_000 }).toMatchObject({
+          expression: '* * * * * *',
+          timezone: 'America/New_York',
+        });
+      } finally {
+        await task.destroy();
+      }
     });
 
     it('fires late once for a run that started more than lateAfter after its slot, without a log line', async () => {
