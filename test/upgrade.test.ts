@@ -82,7 +82,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
       expect((await guard.run({ name: `job-${tick % 2}`, lockAtMostFor: '1m' }, () => tick)).executed).toBe(true);
     }
     await expect.poll(() => logger.warnings.length, { timeout: 10_000 }).toBe(1);
-    expect(logger.warnings[0]).toMatch(/^SCHEMA_OUTDATED: .*schema version 2; .* needs 3\b.*`cronguard migrate`/);
+    expect(logger.warnings[0]).toMatch(new RegExp(`^SCHEMA_OUTDATED: .*schema version 2; .* needs ${SCHEMA_VERSION}\\b.*\`cronguard migrate\``));
     for (let tick = 0; tick < 5; tick += 1) await guard.run({ name: 'job-0', lockAtMostFor: '1m' }, () => tick);
     expect(logger.warnings).toHaveLength(1);
     expect(logger.errors).toEqual([]);
