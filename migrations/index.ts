@@ -3,6 +3,7 @@ import { createLocksTable } from './001-create-locks.js';
 import { createRunsTable } from './002-create-runs.js';
 import { createReplicasTable } from './003-create-replicas.js';
 import { operatorControls } from './004-operator-controls.js';
+import { createSlotLedger } from './005-slot-ledger.js';
 import type { MigrationContext } from './context.js';
 
 export type { MigrationContext } from './context.js';
@@ -38,6 +39,7 @@ const BASE_MIGRATIONS: Record<string, MigrationFactory> = {
 const SCHEMA_MIGRATIONS: Record<string, MigrationFactory> = {
   '003_create_replicas': createReplicasTable,
   '004_operator_controls': operatorControls,
+  '005_slot_ledger': createSlotLedger,
 };
 
 /** The number of a migration's name (`003_create_replicas` → 3). */

@@ -31,3 +31,5 @@ export type { GuardEventMap, GuardEventName } from './core/events.js';
 export type { OperatedGuard } from './guard/operated-guard.js';
 export type { PauseOptions, ResumeOptions, TriggerOptions } from './guard/guard-controls.js';
 export type { ControlAction, ControlRecord, PauseState } from './admin/controls.js';
+export type { SlotsQuery, JobLedger } from './admin/slots.js';
+export type { SlotOutcome, LedgerSlot } from './core/slot-ledger.js';

@@ -29,7 +29,7 @@ describe.each(dialectTargets())('cronguard migrate on $name', (target) => {
     const url = databaseUrl(target);
     const prefix = uniquePrefix();
     const first = await cronguard(['migrate', '--database', url, '--table-prefix', prefix]);
-    expect(first).toEqual({ code: 0, stdout: 'cronguard: tables are up to date (schema version 4)\n', stderr: '' });
+    expect(first).toEqual({ code: 0, stdout: 'cronguard: tables are up to date (schema version 5)\n', stderr: '' });
     const again = await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url });
     expect(again.code).toBe(0);
     // CRONGUARD_DATABASE_URL first, then DATABASE_URL (the app's own variable); --database before both.

@@ -203,8 +203,8 @@ describe('an app type-checking against the packed types (strict, exactOptionalPr
     for (const name of [...DRIVER_TYPES, ...DRIVERS]) expect(findInstalled(app, name), name).toBeUndefined();
   });
 
-  it('extracts the five TypeScript snippets of the README', () => {
-    expect(files.filter((file) => file.startsWith('readme-') && file.endsWith('.ts') && !file.endsWith('.d.ts'))).toHaveLength(5);
+  it('extracts the six TypeScript snippets of the README', () => {
+    expect(files.filter((file) => file.startsWith('readme-') && file.endsWith('.ts') && !file.endsWith('.d.ts'))).toHaveLength(6);
   });
 
   it.each(variants.map(({ name }) => name))('%s: compiles with no diagnostic, reading the packed .d.ts', (name) => {

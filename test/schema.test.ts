@@ -6,7 +6,7 @@ import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js
 import { guardOn } from './support/guards.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
 
-const TABLES = ['locks', 'runs', 'replicas', 'schema_migrations', 'controls'];
+const TABLES = ['locks', 'runs', 'replicas', 'schema_migrations', 'controls', 'jobs'];
 
 function sqlFiles(dialect: DialectName): string[] {
   const dir = new URL(`../migrations/sql/${dialect}/`, import.meta.url);
@@ -77,7 +77,8 @@ describe.each(dialectTargets())('schema on $name', (target) => {
       for (const file of files) await raw.exec(file.split('cronguard_').join(byHand));
       for (const table of TABLES) {
         const fromMigrate = await describeTable(raw, target.name, migrated, table);
-        expect(JSON.stringify(fromMigrate)).toContain(table === 'schema_migrations' ? 'timestamp' : table === 'controls' ? 'changed_at' : 'locked_by');
+        const marker = { schema_migrations: 'timestamp', controls: 'changed_at', jobs: 'cron_expression' }[table] ?? 'locked_by';
+        expect(JSON.stringify(fromMigrate)).toContain(marker);
         expect(await describeTable(raw, target.name, byHand, table)).toEqual(fromMigrate);
       }
       // A team that applied the files by hand can still call migrate() afterwards.
@@ -130,8 +131,8 @@ describe.each(dialectTargets().filter((target) => target.name === 'postgres'))('
         `SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ?`,
         [`${prefix}%`],
       );
-      // locks, runs, replicas, controls, and the two ledgers' two tables each.
-      expect(Number(row?.n)).toBe(8);
+      // locks, runs, replicas, controls, jobs, and the two ledgers' two tables each.
+      expect(Number(row?.n)).toBe(9);
     } finally {
       await raw.exec(`DROP SCHEMA ${other} CASCADE`);
       await raw.close();

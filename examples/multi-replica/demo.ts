@@ -40,28 +40,24 @@ await Promise.all(replicas.map((child) => new Promise((resolve) => child.once('e
 
 const guard = createGuard({ database });
 const { runs } = await guard.history({ job: 'demo-report', limit: 1_000 });
+// The slot ledger: one outcome per slot the schedule implies in the window (missed: no replica ran it).
+const [ledger] = await guard.slots({ job: 'demo-report', since: new Date(windowStart), until: new Date(windowEnd + 1_000) });
 await guard.close();
 
 console.log('\nThe run history (cronguard history):\n');
 const cli = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 process.stdout.write(execFileSync(process.execPath, [cli, 'history', '--database', database, '--limit', '20']));
 
+// Duplicates are runs beyond the first of a slot: the history counts them (the ledger has one outcome per slot).
 const bySlot = new Map<number, number>();
 for (const run of runs) {
   const slot = run.slot?.getTime();
-  if (slot !== undefined) bySlot.set(slot, (bySlot.get(slot) ?? 0) + 1);
+  if (slot !== undefined && slot >= windowStart && slot <= windowEnd) bySlot.set(slot, (bySlot.get(slot) ?? 0) + 1);
 }
-let slots = 0;
-let executions = 0;
-let duplicates = 0;
-let missed = 0;
-for (let slot = windowStart; slot <= windowEnd; slot += 1_000) {
-  const count = bySlot.get(slot) ?? 0;
-  slots += 1;
-  executions += count;
-  if (count > 1) duplicates += count - 1;
-  if (count === 0) missed += 1;
-}
+const executions = [...bySlot.values()].reduce((sum, count) => sum + count, 0);
+const duplicates = [...bySlot.values()].reduce((sum, count) => sum + count - 1, 0);
+const slots = ledger?.slots.length ?? 0;
+const missed = ledger?.counts.missed ?? slots;
 console.log(`\n${slots} slots, ${executions} runs, ${duplicates} duplicates, ${missed} missed`);
 // Last, so it is what the reader sees: the command that shows this run in the web dashboard.
 console.log(`\nSee these runs in the web dashboard (then open the URL it prints):\n  node ${cli} dashboard --database '${database}'`);

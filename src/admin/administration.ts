@@ -1,11 +1,14 @@
 import type { Kysely } from 'kysely';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
+import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { createDashboardReader, type RecentRuns } from './dashboard-reads.js';
 import { packageVersionOrUnknown } from '../core/package-version.js';
-import { diagnoseJob, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
+import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
+import { diagnoseLedger } from './doctor-ledger.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
+import { createScheduleStore, type ScheduleStore } from './job-schedules.js';
 import { createLockReader, type LockRecord } from './locks.js';
 import { runMigrations } from './migrate.js';
 import { createPruner } from './prune.js';
@@ -16,6 +19,10 @@ import { holderVersion, type VersionReport } from './version-report.js';
 
 export type { VersionReport } from './version-report.js';
 export type { SchemaVersions } from './schema-version.js';
+import { SlotWatch } from './slot-watch.js';
+import { createSlotsReader, type JobLedger, type SlotsQuery } from './slots.js';
+
+export type { JobLedger, SlotsQuery } from './slots.js';
 
 /** How often a guard with `historyRetention` prunes, and how much at a time. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -31,6 +38,8 @@ export interface AdministrationParts {
   readonly retentionMs: number | undefined;
   /** True once the guard is shut down: its pool is ended (or ending). */
   readonly isClosed: () => boolean;
+  /** What the slot ledger's live side needs from the guard's runs (see SlotWatch). */
+  readonly slotWatch: { events: GuardEvents; lockedBy: string; history: boolean; track(work: Promise<unknown>): void };
 }
 
 /**
@@ -44,6 +53,11 @@ export class Administration {
   readonly #prune: ReturnType<typeof createPruner>;
   readonly #dashboardReader: ReturnType<typeof createDashboardReader>;
   readonly #replicas: ReplicaTable;
+  /** The jobs table: declared schedules (the slot ledger). */
+  readonly schedules: ScheduleStore;
+  readonly #readSlots: ReturnType<typeof createSlotsReader>;
+  /** Declared schedules, and the late and missed checks after each win of a slot. */
+  readonly slotWatch: SlotWatch;
   /** performance.now() of the last retention prune; the first comes after the first run. */
   #prunedAt = Number.NEGATIVE_INFINITY;
 
@@ -54,6 +68,16 @@ export class Administration {
     this.#prune = createPruner(parts.db, parts.dialect, parts.tables);
     this.#dashboardReader = createDashboardReader(parts.db, parts.dialect, parts.tables);
     this.#replicas = createReplicaTable(parts.db, parts.dialect, parts.tables);
+    this.schedules = createScheduleStore(parts.db, parts.dialect, parts.tables);
+    this.#readSlots = createSlotsReader(parts.db, parts.dialect, parts.tables, this.schedules, () => this.#lockReader.now());
+    const { db, dialect, tables, logger, isClosed } = parts;
+    this.slotWatch = new SlotWatch({ db, dialect, tables, logger, isClosed, schedules: this.schedules, ...parts.slotWatch });
+    // After each win, off the acquire path: the guard's own `acquired` event.
+    parts.slotWatch.events.on('acquired', ({ job, runId, slot }) => this.slotWatch.acquired(job, runId, slot));
+  }
+
+  slots(query: SlotsQuery | undefined): Promise<JobLedger[]> {
+    return this.#reading(() => this.#readSlots(query), 'slots');
   }
 
   history(query: HistoryQuery | undefined): Promise<HistoryPage> {
@@ -98,16 +122,32 @@ export class Administration {
     return this.#reading(() => this.#lockReader.unlock(job), 'unlock');
   }
 
-  /** Per lock row, the diagnosis of its newest runs. */
+  /** Per lock row (and per declared schedule), the diagnosis of its newest runs and of its slot ledger. */
   doctor(): Promise<JobDiagnosis[]> {
     return this.#reading(async () => {
       const now = await this.#lockReader.now();
       const replicas = await this.#replicas.list();
       const diagnoses: JobDiagnosis[] = [];
+      const schedules = new Map((await this.schedules.list()).map((schedule) => [schedule.name, schedule]));
+      const ledgers = new Map((await this.#readSlots({ since: new Date(now.getTime() - PROBLEM_WINDOW_MS) })).map((ledger) => [ledger.job, ledger]));
+      // Every lock row, then the declared schedules that never ran (no lock row yet: who declared it).
       const controls = await this.#hasControls();
-      for (const lock of await this.#lockReader.list(controls)) {
-        const { runs } = await this.#readHistory({ job: lock.name, limit: RUNS_PER_JOB }, { withSkips: false, controls });
-        diagnoses.push({ ...diagnoseJob(lock.name, runs, now), lockedBy: lock.lockedBy, version: holderVersion(lock.lockedBy, replicas) });
+      const locks = await this.#lockReader.list(controls);
+      const holders = [
+        ...locks.map((lock) => ({ name: lock.name, lockedBy: lock.lockedBy })),
+        ...[...schedules.values()].filter((schedule) => !locks.some((lock) => lock.name === schedule.name)).map((schedule) => ({ name: schedule.name, lockedBy: schedule.declaredBy })),
+      ];
+      for (const { name, lockedBy } of holders) {
+        const { runs } = await this.#readHistory({ job: name, limit: RUNS_PER_JOB }, { withSkips: false, controls });
+        const diagnosis = { ...diagnoseJob(name, runs, now), lockedBy, version: holderVersion(lockedBy, replicas) };
+        const schedule = schedules.get(name);
+        if (schedule === undefined) {
+          diagnoses.push(diagnosis);
+          continue;
+        }
+        // A job with a declared schedule: what its slot ledger of the last day says, too.
+        const { problems, ...counts } = diagnoseLedger(schedule, ledgers.get(name), runs, now);
+        diagnoses.push({ ...diagnosis, ...counts, problems: [...diagnosis.problems, ...problems] });
       }
       return diagnoses;
     }, 'doctor');

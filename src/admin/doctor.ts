@@ -24,6 +24,10 @@ export interface JobDiagnosis {
    * its start on the database clock), when over a second: the clock of the replica that ran it is fast.
    */
   readonly slotAheadMs: number | null;
+  /** From the slot ledger, for a job with a declared schedule: its slots of the last day no replica ran; null without one. */
+  readonly missedLastDay: number | null;
+  /** From the slot ledger: its slots of the last day whose run started late; null without a declared schedule. */
+  readonly lateLastDay: number | null;
   readonly problems: string[];
   /** Who took the job's lock last (`lockedBy`), and the cronguard version it recorded (null: before 0.2.0). */
   readonly lockedBy: string;
@@ -88,6 +92,8 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
     lockAtMostForMs,
     suggestedLockAtMostForMs: maxMs === null ? null : suggestLockAtMostFor(maxMs),
     slotAheadMs: ahead !== undefined && ahead.ms > SLOT_AHEAD_TOLERANCE_MS ? ahead.ms : null,
+    missedLastDay: null,
+    lateLastDay: null,
   };
   const problems: string[] = [];
   if (maxMs !== null && lockAtMostForMs !== null && maxMs > lockAtMostForMs / 2) {

@@ -20,6 +20,7 @@ import {
   type CommandOutput,
 } from './commands.js';
 import { auditCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
+import { slotsCommand } from './slots-command.js';
 
 const USAGE = `Usage: cronguard <command> [options]
 
@@ -31,6 +32,8 @@ Commands:
       --job <name>  --status <running|succeeded|failed|cancelled|abandoned|skipped>
       --since <24h>  --limit <50>  --before <cursor: the "next" of a --json page>
   doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
+  slots                       Per scheduled job, each expected slot's outcome; exit 1 if missed, late or failed
+      --job <name>  --since <24h>
   prune --older-than <30d>    Delete old runs, keeping each job's newest
   unlock <job> --force        Free a lock left by a process that is gone; exit 1 if it was not locked
   dashboard                   Serve the web dashboard until Ctrl-C; prints its URL
@@ -51,7 +54,8 @@ Options:
   -h, --help           Show this help
   --version            Show cronguard's version
 
-Exit codes: 0 fine, 1 doctor found problems or unlock found nothing to unlock, 2 usage or connection error.
+Exit codes: 0 fine, 1 doctor found problems, slots found missed, late or failed slots, or unlock found
+nothing to unlock, 2 usage or connection error.
 `;
 
 /** Options each command accepts, besides --database, --table-prefix and --json. */
@@ -61,6 +65,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   locks: [],
   history: ['job', 'status', 'since', 'limit', 'before'],
   doctor: [],
+  slots: ['job', 'since'],
   prune: ['older-than'],
   unlock: ['force'],
   dashboard: ['port', 'host', 'read-only'],
@@ -186,6 +191,8 @@ function run(guard: Guard, command: string, job: string | undefined, options: Co
       return historyCommand(guard, options);
     case 'doctor':
       return doctorCommand(guard);
+    case 'slots':
+      return slotsCommand(guard, options);
     case 'prune':
       return pruneCommand(guard, options);
     case 'pause':

@@ -25,6 +25,8 @@ export interface CronSlots {
    * before `at` plus 100 ms.
    */
   slotAt(at: Date): Date;
+  /** The expression's first fire strictly after the whole second `at` falls in (the slot ledger walks a range with it). */
+  fireAfter(at: Date): Date;
 }
 
 /** node-cron's matcher: the first fire strictly after the whole second `date` falls in. */
@@ -100,6 +102,7 @@ function cronSlots(expression: string, timezone: string | undefined): CronSlots 
       following = next(slot);
       return new Date(slot);
     },
+    fireAfter: (at) => new Date(next(at.getTime())),
   };
 }
 

@@ -20,6 +20,8 @@ export interface TableNames {
   readonly schemaMigrationLock: string;
   /** One row per replica: the cronguard version it runs (migration 003). */
   readonly replicas: string;
+  /** The jobs' declared schedules (migration 005): what the slot ledger expects. */
+  readonly jobs: string;
 }
 
 /** One execution's bid for a job's lock. */

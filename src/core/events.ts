@@ -35,6 +35,14 @@ export interface GuardEventMap {
    * `auto` true): no replica starts it until `resume` or `until`.
    */
   paused: [{ job: string; by: string; reason: string | null; until: Date | null; auto: boolean }];
+  /**
+   * The winner of `slot` found slots before it that no replica ran (since the previous slot that
+   * ran): `slots`, oldest first (the newest 10,000 of a longer gap), and how many there were.
+   * Once per gap, on the replica that took the slot after it. Needs the history and a schedule.
+   */
+  missed: [{ job: string; runId: string; slot: Date; slots: Date[]; count: number }];
+  /** A run started more than lateAfter (a tenth of its interval, 1 s to 1 min) after its slot, on this replica's clock. */
+  late: [{ job: string; runId: string; slot: Date; delayMs: number; lateAfterMs: number }];
   /** A database failure of the guard itself (acquire, extend, release, history). */
   error: [{ job?: string; error: GuardError }];
 }

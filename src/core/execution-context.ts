@@ -12,6 +12,8 @@ export interface ExecutionContext {
   readonly runId: string;
   /** The nominal scheduled time this run is for, or null for an unscheduled call. */
   readonly slot: Date | null;
+  /** This run is the `catchUp` of a missed slot (`slot`), run once after a gap. */
+  readonly catchUp: boolean;
   /**
    * Aborts before the lock can expire, with a `GuardError` as its reason: `DEADLINE` a stop margin
    * before the expiry, counted on the monotonic clock from just before the acquire (or the last
@@ -78,6 +80,7 @@ export class Execution implements ExecutionContext {
   readonly name: string;
   readonly runId: string;
   readonly slot: Date | null;
+  readonly catchUp = false;
   readonly #job: ResolvedJob;
   readonly #hooks: ExecutionHooks;
   #lockExpiresAt: number;

@@ -75,6 +75,11 @@ export class Runner implements ResolvedJobRunner, LockTaker {
     return this.#closed;
   }
 
+  /** Work besides runs that shutdown waits for (the slot ledger's reads and writes after a win, the auto-pause count). */
+  track<T>(work: Promise<T>): Promise<T> {
+    return this.#inFlight.track(work);
+  }
+
   /** The job's options with the guard's defaults filled in; a `TypeError` when one is wrong. */
   resolveJob(options: JobOptions): ResolvedJob {
     return resolveJob(options, this.#dependencies.defaults);
@@ -116,11 +121,6 @@ export class Runner implements ResolvedJobRunner, LockTaker {
       return held;
     });
     return this.#inFlight.track(taking);
-  }
-
-  /** Keeps `work` that follows a run (the guard's auto-pause count) in flight: shutdown waits for it, up to its timeout. */
-  track<T>(work: Promise<T>): Promise<T> {
-    return this.#inFlight.track(work);
   }
 
   /** Admits no new run from now on (a `GUARD_CLOSED` skip). A lock won meanwhile still runs, told to stop. */

@@ -32,6 +32,7 @@ function namesFor(schema: string | undefined, prefix: string): TableNames {
     locks: `${prefix}locks`,
     runs: `${prefix}runs`,
     controls: `${prefix}controls`,
+    jobs: `${prefix}jobs`,
     migrations: `${prefix}migrations`,
     migrationLock: `${prefix}migrations_lock`,
     schemaMigrations: `${prefix}schema_migrations`,

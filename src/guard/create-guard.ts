@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
-import { Administration, type SchemaVersions, type VersionReport } from '../admin/administration.js';
+import { Administration, type JobLedger, type SchemaVersions, type SlotsQuery, type VersionReport } from '../admin/administration.js';
 import { ConnectionWarmUp, SELECT_ONE } from '../integrations/node-cron/connection-warm-up.js';
 import { createDashboard, type DashboardHandler, type DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
@@ -59,7 +59,12 @@ export class Guard extends OperatedGuard implements RunnerHost {
     const { runner, events } = createGuardRunner(resolved, opened, () => admin.pruneByRetention());
     const isClosed = (): boolean => runner.closed;
     // The resolved options carry the dialect, tables, logger and retention it needs.
-    const admin = new Administration({ ...resolved, db: opened.db, isClosed });
+    const admin = new Administration({
+      ...resolved,
+      db: opened.db,
+      isClosed,
+      slotWatch: { events, lockedBy: resolved.lockedBy, history: resolved.history, track: (work) => void runner.track(work) },
+    });
     const { tables, lockedBy, logger, history, controlPollIntervalMs: pollIntervalMs } = resolved;
     const operator = new GuardControls({ db: opened.db, dialect, tables, native: opened.native, lockedBy, logger, history, pollIntervalMs, isClosed });
     super(admin, operator);
@@ -71,7 +76,8 @@ export class Guard extends OperatedGuard implements RunnerHost {
     this.#runner = runner;
     this.#jobs = {
       resolveJob: (jobOptions) => runner.resolveJob(jobOptions),
-      resolveDecoratedJob: (jobOptions) => runner.resolveDecoratedJob(jobOptions),
+      // A decorated job with `cron` declares its schedule (the slot ledger).
+      resolveDecoratedJob: (jobOptions) => admin.slotWatch.declareDecorated(runner.resolveDecoratedJob(jobOptions)),
       runResolved: (job, fn, request) => {
         operator.countFailures(job);
         return runner.runResolved(job, fn, request);
@@ -88,7 +94,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
     operator.attach({ events, track: (work) => runner.track(work), runTriggered: (job, fn, trigger) => this.#jobs.runResolved(job, fn, { slot: null, trigger }) });
   }
 
-  /** The guard's runner for validated jobs, for this package's integrations only. @internal */
+  /** The guard's runner for validated jobs, for this package's integrations only; a decorated job with `cron` declares its schedule. @internal */
   get [RUNNER](): ResolvedJobRunner {
     return this.#jobs;
   }
@@ -140,7 +146,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
    * }
    */
   guarded(options: JobOptions): GuardedDecorator {
-    const job = this.#runner.resolveDecoratedJob(options);
+    const job = this.#jobs.resolveDecoratedJob(options);
     return createGuardedDecorator((fn) => this.#jobs.runResolved(job, fn, UNSCHEDULED));
   }
 
@@ -158,7 +164,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
       throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
     }
     const task = scheduleJob(
-      { runner: this.#jobs, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger },
+      { runner: this.#jobs, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger, slotWatch: this.#admin.slotWatch },
       expression,
       options,
       fn,
@@ -176,13 +182,15 @@ export class Guard extends OperatedGuard implements RunnerHost {
    */
   coordinator(options: CoordinatorOptions = {}): RunCoordinator {
     return createRunCoordinator(
-      { runner: this.#runner, defaults: this.#options.defaults, logger: this.#options.logger },
+      { runner: this.#runner, defaults: this.#options.defaults, logger: this.#options.logger, slotWatch: this.#admin.slotWatch },
       options,
     );
   }
 
   /** The web dashboard, a Node `(req, res)` handler: read-only unless `readOnly: false` and `authorize` (docs/dashboard.md). */
   readonly dashboard = (options?: DashboardOptions): DashboardHandler => createDashboard(this.#admin, options);
+  /** The slot ledger per scheduled job: one outcome per slot it should have had (default the last 24 h), as `cronguard slots` prints. */
+  readonly slots = (query?: SlotsQuery): Promise<JobLedger[]> => this.#admin.slots(query);
 
   /** Brings the tables to this version's schema (forward only); resolves with the schema versions after. Safe on every replica at start-up. */
   async migrate(): Promise<SchemaVersions> {

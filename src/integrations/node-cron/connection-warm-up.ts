@@ -1,9 +1,15 @@
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { ScheduledTask } from 'node-cron';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
 
 /** What a connection warm-up sends on each connection. */
 export const SELECT_ONE = CompiledQuery.raw('SELECT 1');
+
+/** Opens `connections` connections of the pool behind `db`: that many statements at once. */
+export async function openConnections(db: Kysely<unknown>, connections: number): Promise<void> {
+  await Promise.all(Array.from({ length: connections }, () => db.executeQuery(SELECT_ONE)));
+}
+
 /** How long before a fire the connections are opened. */
 const LEAD_MS = 1_000;
 /** Only a fire this long after the previous one is warmed for: a pool idle that long may have closed its connections. */

@@ -1,4 +1,6 @@
-import type { RunCoordinator } from 'node-cron';
+import { getTasks, type RunCoordinator } from 'node-cron';
+import type { SlotWatch } from '../../admin/slot-watch.js';
+import { resolveCronSlots } from '../../core/cron-slots.js';
 import type { DurationInput } from '../../core/duration.js';
 import { isHeld, SUCCEEDED_ENDING, type HeldLock } from '../../core/held-lock.js';
 import { resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
@@ -21,6 +23,8 @@ export interface CoordinatorHost {
   readonly runner: LockTaker;
   readonly defaults: ResolvedDefaults;
   readonly logger: Logger;
+  /** The slot ledger's live side, where each task's schedule is declared. */
+  readonly slotWatch: SlotWatch;
 }
 
 /** node-cron's coordinator key: `${taskName}:${slot.toISOString()}`. */
@@ -62,8 +66,18 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       }
       job = resolveJob({ name }, { lockAtMostForMs, lockAtLeastForMs: durations.lockAtLeastForMs });
       jobs.set(name, job);
+      declare(job);
     }
     return job;
+  }
+
+  /** Declares the task's schedule for the slot ledger, from node-cron's registry (the coordinator is told only its name). */
+  function declare(job: ResolvedJob): void {
+    const task = [...getTasks().values()].find((candidate) => candidate.name === job.name) as (ScheduledTaskFields | undefined);
+    const expression = task?.getPattern();
+    if (expression === undefined) return;
+    const cron = resolveCronSlots(expression, task?.timezone, job.name);
+    if (cron !== undefined) host.slotWatch.declare({ ...job, cron, catchUpMs: null });
   }
 
   function warnOnce(name: string, message: string): void {
@@ -117,6 +131,13 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       await entry.lock.finish(SUCCEEDED_ENDING);
     },
   };
+}
+
+/** node-cron 4.6 keeps a task's time zone on the task (not in its typings). */
+interface ScheduledTaskFields {
+  readonly name: string;
+  readonly timezone?: string;
+  getPattern(): string;
 }
 
 interface HeldEntry {

@@ -1,6 +1,9 @@
 import { IANAZone } from 'luxon';
 import { schedule as scheduleTask, validateDetailed, type ScheduledTask } from 'node-cron';
+import type { SlotWatch } from '../../admin/slot-watch.js';
 import { isCancellation } from '../../core/cancellation.js';
+import { resolveCronSlots } from '../../core/cron-slots.js';
+import type { DurationInput } from '../../core/duration.js';
 import { describeValue } from '../../core/describe-value.js';
 import type { ResolvedJobRunner } from '../../core/runner.js';
 import { messageOf, type GuardError } from '../../core/errors.js';
@@ -9,11 +12,20 @@ import type { JobFunction } from '../../core/execute.js';
 import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
 import type { Logger } from '../../core/logger.js';
 import type { RunResult } from '../../core/run-result.js';
+import { asCatchUp, resolveCatchUp } from './catch-up.js';
 
 /** A job to run on a cron schedule. */
 export interface ScheduleOptions extends JobOptions {
   /** The IANA time zone the cron expression is read in. @default the process's time zone */
   timezone?: string;
+  /**
+   * Runs a missed slot once: when this replica starts scheduling the job and the newest slot came
+   * after the newest slot that ran, within this window, that one slot runs (on one replica, with
+   * `ctx.slot` the missed slot and `ctx.catchUp` true, recorded `catch_up` in the history). Never
+   * an older slot, never more than one per gap.
+   * @default false
+   */
+  catchUp?: false | DurationInput;
 }
 
 /** What `guard.schedule` needs from its guard. */
@@ -26,6 +38,8 @@ export interface ScheduleHost {
   tasksChanged(): void;
   /** Where a scheduled job's error goes, since no caller awaits it. */
   readonly logger: Logger;
+  /** The slot ledger's live side: the schedule is declared there, and catch-up starts there. */
+  readonly slotWatch: SlotWatch;
 }
 
 /**
@@ -55,6 +69,9 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
       `Expected \`timezone\` of job ${JSON.stringify(job.name)} to be an IANA time zone like 'Europe/Paris', got ${describeValue(timezone)}`,
     );
   }
+  const catchUpMs = resolveCatchUp(options.catchUp, job.name);
+  const cron = resolveCronSlots(expression, timezone, job.name);
+  if (cron !== undefined) host.slotWatch.declare({ ...job, cron, catchUpMs });
   // node-cron's context.date is the slot a scheduled fire is for, not the moment the timer fired.
   // A run invoked by hand (task.execute()) has no slot: its date is just "now" on this replica.
   const task = scheduleTask(
@@ -73,6 +90,7 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   });
   task.on('task:started', () => host.tasksChanged());
   host.tasksChanged();
+  host.slotWatch.catchUpAtStart(job.name, (slot) => runScheduled(host, job, asCatchUp(fn, (runId) => host.slotWatch.markCatchUp(runId)), slot));
   return task;
 }
 

@@ -26,7 +26,8 @@ type Outcome = 'succeeded' | 'failed' | 'cancelled' | 'abandoned';
  * Reports a guard's executions to OpenTelemetry, as a consumer of its events: a span per execution
  * (`cronguard.run`), and the metrics `cronguard.executions` (by outcome: succeeded, failed,
  * cancelled, abandoned), `cronguard.execution.duration` (ms), `cronguard.skips` (by reason),
- * `cronguard.start_delay` (ms behind the slot), and `cronguard.lock_lost` and `cronguard.overran`.
+ * `cronguard.start_delay` (ms behind the slot), `cronguard.lock_lost` and `cronguard.overran`, and
+ * from the slot ledger `cronguard.missed` (slots no replica ran) and `cronguard.late` (late starts).
  * Returns how to run a job inside its span's context, so that the spans the job makes are its
  * children. Until the API has loaded (a microtask or two after createGuard), executions are not
  * reported.
@@ -46,6 +47,8 @@ export function reportToOpenTelemetry(events: GuardEvents): RunContext {
     });
     const lockLost = meter.createCounter('cronguard.lock_lost', { description: 'Locks found taken by another execution' });
     const overran = meter.createCounter('cronguard.overran', { description: 'Executions that ran past their lock' });
+    const missed = meter.createCounter('cronguard.missed', { description: 'Scheduled slots no replica ran, counted by the winner of the slot after the gap' });
+    const late = meter.createCounter('cronguard.late', { description: 'Runs that started more than lateAfter after their slot' });
     const spans = new Map<string, Span>();
 
     events.on('acquired', ({ job, runId, slot }) => {
@@ -92,6 +95,8 @@ export function reportToOpenTelemetry(events: GuardEvents): RunContext {
     events.on('skipped', ({ job, reason }) => skips.add(1, { 'cronguard.job': job, 'cronguard.reason': reason }));
     events.on('lock-lost', ({ job }) => lockLost.add(1, { 'cronguard.job': job }));
     events.on('overran', ({ job }) => overran.add(1, { 'cronguard.job': job }));
+    events.on('missed', ({ job, count }) => missed.add(count, { 'cronguard.job': job }));
+    events.on('late', ({ job }) => late.add(1, { 'cronguard.job': job }));
   });
   return (runId, job) => (inSpan === undefined ? job() : inSpan(runId, job));
 }

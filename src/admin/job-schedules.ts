@@ -1,0 +1,115 @@
+import { sql, type Kysely } from 'kysely';
+import { quotedTable } from '../dialects/common/quote.js';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import { toDate } from './run-record.js';
+
+/** A job's schedule as a replica declares it. */
+export interface JobSchedule {
+  readonly name: string;
+  readonly expression: string;
+  /** The IANA time zone of the expression; null for the declaring process's own. */
+  readonly timezone: string | null;
+  readonly lockAtMostForMs: number;
+  readonly lockAtLeastForMs: number;
+  /** The `catchUp` window in ms; null without catch-up. */
+  readonly catchUpMs: number | null;
+}
+
+/** A row of `<prefix>jobs`, read on the database's clock. */
+export interface DeclaredSchedule extends JobSchedule {
+  readonly declaredBy: string;
+  /** The last time a replica declared it. */
+  readonly declaredAt: Date;
+  /** When its expression or time zone last changed: its slots are expected from then on. */
+  readonly changedAt: Date;
+}
+
+interface ScheduleRow {
+  name: string;
+  cron_expression: string;
+  time_zone: string | null;
+  lock_at_most_for_ms: number | string;
+  lock_at_least_for_ms: number | string;
+  catch_up_ms: number | string | null;
+  declared_by: string;
+  declared_at: Date | string;
+  changed_at: Date | string;
+}
+
+/** The jobs table of one guard: declaring schedules (an upsert) and reading them. Not a hot path. */
+export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
+  const jobs = sql.raw(quotedTable(tables, 'jobs', dialect.quote));
+  const locks = sql.raw(quotedTable(tables, 'locks', dialect.quote));
+  const reads = dialect.reads;
+  const now = sql.raw(reads.now);
+  const columns = sql.raw(
+    [
+      `${reads.name('name')} AS name`,
+      'cron_expression',
+      'time_zone',
+      'lock_at_most_for_ms',
+      'lock_at_least_for_ms',
+      'catch_up_ms',
+      'declared_by',
+      `${reads.time('declared_at')} AS declared_at`,
+      `${reads.time('changed_at')} AS changed_at`,
+    ].join(', '),
+  );
+
+  /**
+   * One upsert per declaration, on the database's clock. `changed_at` moves only when the
+   * expression or the time zone changed (null-safe comparisons), so that the ledger expects the
+   * new schedule's slots from the deploy that changed it, not before.
+   */
+  function upsert(schedule: JobSchedule, declaredBy: string) {
+    const { name, expression, timezone, lockAtMostForMs, lockAtLeastForMs, catchUpMs } = schedule;
+    const values = sql`(${name}, ${expression}, ${timezone}, ${lockAtMostForMs}, ${lockAtLeastForMs}, ${catchUpMs}, ${declaredBy}, ${now}, ${now})`;
+    const insert = sql`INSERT INTO ${jobs} (name, cron_expression, time_zone, lock_at_most_for_ms, lock_at_least_for_ms, catch_up_ms, declared_by, declared_at, changed_at) VALUES ${values}`;
+    if (dialect.name === 'mysql') {
+      // Assignments run left to right: changed_at compares the old expression before it is replaced.
+      return sql`${insert} ON DUPLICATE KEY UPDATE
+        changed_at = IF(cron_expression <=> VALUES(cron_expression) AND time_zone <=> VALUES(time_zone), changed_at, VALUES(changed_at)),
+        cron_expression = VALUES(cron_expression), time_zone = VALUES(time_zone),
+        lock_at_most_for_ms = VALUES(lock_at_most_for_ms), lock_at_least_for_ms = VALUES(lock_at_least_for_ms),
+        catch_up_ms = VALUES(catch_up_ms), declared_by = VALUES(declared_by), declared_at = VALUES(declared_at)`;
+    }
+    // PostgreSQL and SQLite share ON CONFLICT; IS DISTINCT FROM is spelled IS NOT in SQLite.
+    const distinct = dialect.name === 'sqlite' ? sql.raw('IS NOT') : sql.raw('IS DISTINCT FROM');
+    return sql`${insert} ON CONFLICT (name) DO UPDATE SET
+        changed_at = CASE WHEN ${jobs}.cron_expression ${distinct} excluded.cron_expression OR ${jobs}.time_zone ${distinct} excluded.time_zone
+                          THEN excluded.changed_at ELSE ${jobs}.changed_at END,
+        cron_expression = excluded.cron_expression, time_zone = excluded.time_zone,
+        lock_at_most_for_ms = excluded.lock_at_most_for_ms, lock_at_least_for_ms = excluded.lock_at_least_for_ms,
+        catch_up_ms = excluded.catch_up_ms, declared_by = excluded.declared_by, declared_at = excluded.declared_at`;
+  }
+
+  return {
+    async declare(schedule: JobSchedule, declaredBy: string): Promise<void> {
+      await upsert(schedule, declaredBy).execute(db);
+    },
+    /** Every declared schedule, or one job's. */
+    async list(job?: string): Promise<DeclaredSchedule[]> {
+      const where = job === undefined ? sql`` : sql`WHERE name = ${job}`;
+      const { rows } = await sql<ScheduleRow>`SELECT ${columns} FROM ${jobs} ${where} ORDER BY name`.execute(db);
+      return rows.map((row) => ({
+        name: row.name,
+        expression: row.cron_expression,
+        timezone: row.time_zone,
+        lockAtMostForMs: Number(row.lock_at_most_for_ms),
+        lockAtLeastForMs: Number(row.lock_at_least_for_ms),
+        catchUpMs: row.catch_up_ms === null ? null : Number(row.catch_up_ms),
+        declaredBy: row.declared_by,
+        declaredAt: toDate(row.declared_at),
+        changedAt: toDate(row.changed_at),
+      }));
+    },
+    /** The newest slot that ran (the lock row's watermark), or null: for catch-up at start. */
+    async lastSlot(job: string): Promise<Date | null> {
+      const { rows } = await sql<{ slot: Date | string | null }>`SELECT ${sql.raw(reads.time('last_slot'))} AS slot FROM ${locks} WHERE name = ${job}`.execute(db);
+      const slot = rows[0]?.slot;
+      return slot === undefined || slot === null ? null : toDate(slot);
+    },
+  };
+}
+
+export type ScheduleStore = ReturnType<typeof createScheduleStore>;

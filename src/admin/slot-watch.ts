@@ -1,0 +1,221 @@
+import { sql, type Kysely } from 'kysely';
+import { quotedTable } from '../dialects/common/quote.js';
+import type { CronSlots } from '../core/cron-slots.js';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import { messageOf } from '../core/errors.js';
+import type { GuardEvents } from '../core/events.js';
+import type { Logger } from '../core/logger.js';
+import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
+import type { ScheduleStore } from './job-schedules.js';
+import { toDate } from './run-record.js';
+import { DECLARE_EVERY_MS } from './slots.js';
+
+/** A schedule this guard runs a job on. */
+export interface WatchedSchedule {
+  readonly name: string;
+  readonly cron: CronSlots;
+  readonly lockAtMostForMs: number;
+  readonly lockAtLeastForMs: number;
+  /** The `catchUp` window in ms, or null. */
+  readonly catchUpMs: number | null;
+}
+
+export interface SlotWatchParts {
+  readonly db: Kysely<unknown>;
+  readonly dialect: Dialect;
+  readonly tables: TableNames;
+  readonly schedules: ScheduleStore;
+  readonly events: GuardEvents;
+  readonly logger: Logger;
+  readonly lockedBy: string;
+  /** Whether wins write history rows: live detection reads them. */
+  readonly history: boolean;
+  /** Work shutdown waits for. */
+  track(work: Promise<unknown>): void;
+  /** Once the guard is shut down, the hourly declarations stop. */
+  isClosed(): boolean;
+}
+
+interface Watched {
+  schedule: WatchedSchedule;
+  /** The newest slot this replica took: when it is the slot before the next win, there was no gap (no read). */
+  lastTaken: number;
+  refresh: NodeJS.Timeout | undefined;
+}
+
+/**
+ * The slot ledger's live side, for the jobs this guard schedules: declares each schedule in
+ * `<prefix>jobs` (when scheduled, then hourly; never per tick), and after each win of a slot tells
+ * of a late start (`late` event) and of slots no replica ran since the previous run (a `missed`
+ * event with the slots, `missed_slots` on the winner's run row, one warning per gap).
+ */
+export class SlotWatch {
+  readonly #parts: SlotWatchParts;
+  readonly #watched = new Map<string, Watched>();
+  readonly #runs: ReturnType<typeof sql.raw>;
+  #declareFailed = false;
+
+  constructor(parts: SlotWatchParts) {
+    this.#parts = parts;
+    this.#runs = sql.raw(quotedTable(parts.tables, 'runs', parts.dialect.quote));
+  }
+
+  /** Declares a job's schedule now and every hour while the guard runs; a changed schedule is updated. */
+  declare(schedule: WatchedSchedule): void {
+    const known = this.#watched.get(schedule.name);
+    if (known !== undefined && sameSchedule(known.schedule, schedule)) return;
+    clearInterval(known?.refresh);
+    const watched: Watched = { schedule, lastTaken: Number.NaN, refresh: undefined };
+    this.#watched.set(schedule.name, watched);
+    this.#declare(schedule);
+    watched.refresh = setInterval(() => this.#declare(schedule), DECLARE_EVERY_MS);
+    watched.refresh.unref();
+  }
+
+  /** Declares a decorated job that has a `cron` option (one without has no schedule to declare); returns it. */
+  declareDecorated<J extends Omit<WatchedSchedule, 'cron' | 'catchUpMs'> & { readonly cron: CronSlots | undefined }>(job: J): J {
+    if (job.cron !== undefined) this.declare({ ...job, cron: job.cron, catchUpMs: null });
+    return job;
+  }
+
+  /** The schedule this guard declared for a job. */
+  scheduleOf(job: string): WatchedSchedule | undefined {
+    return this.#watched.get(job)?.schedule;
+  }
+
+  /** After a win: `late` at once; the gap before the slot off the hot path (one read, only when another replica ran the previous slot). */
+  acquired(job: string, runId: string, slot: Date | null): void {
+    const watched = this.#watched.get(job);
+    if (watched === undefined || slot === null) return;
+    const { cron } = watched.schedule;
+    const at = slot.getTime();
+    const lateAfter = lateAfterMs(cron.fireAfter(slot).getTime() - at);
+    const delayMs = Date.now() - at;
+    if (delayMs > lateAfter) this.#parts.events.emit('late', { job, runId, slot, delayMs, lateAfterMs: lateAfter });
+    const previous = cron.slotAt(new Date(at - 1_000)).getTime();
+    const ranPrevious = watched.lastTaken === previous;
+    watched.lastTaken = Math.max(at, Number.isNaN(watched.lastTaken) ? at : watched.lastTaken);
+    if (ranPrevious || !this.#parts.history) return;
+    this.#parts.track(
+      this.#findGap(watched.schedule, runId, slot).catch((error: unknown) => {
+        this.#parts.logger.error(`Looking for slots job "${job}" missed before ${slot.toISOString()} failed: ${messageOf(error)}`);
+      }),
+    );
+  }
+
+  /**
+   * When a replica starts scheduling a job with `catchUp`: if the job's newest slot came after the
+   * newest slot that ran (the lock row's watermark) and within the window, runs it once, as a slot
+   * like any other: the watermark lets one replica take it. A job that never ran missed nothing.
+   */
+  catchUpAtStart(job: string, run: (slot: Date) => Promise<unknown>): void {
+    const schedule = this.#watched.get(job)?.schedule;
+    if (schedule?.catchUpMs === undefined || schedule.catchUpMs === null) return;
+    const windowMs = schedule.catchUpMs;
+    const work = async (): Promise<void> => {
+      const last = await this.#parts.schedules.lastSlot(job);
+      const { cron } = schedule;
+      const now = Date.now();
+      const newest = cron.slotAt(new Date(now));
+      if (last === null || newest <= last || now - newest.getTime() > windowMs) return;
+      // The newest slot is missed when a slot before it was missed too (the replicas were all
+      // down), or when lateAfter has passed: not when the replicas still running are taking it.
+      const gapBefore = cron.slotAt(new Date(newest.getTime() - 1_000)) > last;
+      if (!gapBefore && now - newest.getTime() <= lateAfterMs(cron.fireAfter(newest).getTime() - newest.getTime())) return;
+      await run(newest);
+    };
+    this.#parts.track(work().catch((error: unknown) => this.#parts.logger.error(`Catching up job "${job}" failed: ${messageOf(error)}`)));
+  }
+
+  /** Marks a run as the catch-up of a missed slot (off the hot path). */
+  markCatchUp(runId: string): void {
+    if (!this.#parts.history) return;
+    this.#parts.track(
+      sql`UPDATE ${this.#runs} SET catch_up = ${this.#parts.dialect.name === 'postgres' ? true : 1} WHERE id = ${runId}`
+        .execute(this.#parts.db)
+        .catch((error: unknown) => this.#parts.logger.error(`Marking run ${runId} as a catch-up failed: ${messageOf(error)}`)),
+    );
+  }
+
+  /**
+   * The newest run of the job with a slot before this one (the (job_name, slot) index, newest
+   * first, one row): the slots between them that its lock did not cover went unrun.
+   */
+  async #findGap(schedule: WatchedSchedule, runId: string, slot: Date): Promise<void> {
+    const { db, dialect, events, logger } = this.#parts;
+    const reads = dialect.reads;
+    const columns = sql.raw(
+      [`${reads.time('slot')} AS slot`, 'status', `${reads.time('started_at')} AS started_at`, `${reads.time('finished_at')} AS finished_at`, `${reads.time('lock_until')} AS lock_until`].join(', '),
+    );
+    const { rows } = await sql<{ slot: Date | string; status: string; started_at: Date | string; finished_at: Date | string | null; lock_until: Date | string | null }>`
+      SELECT ${columns} FROM ${this.#runs}
+       WHERE job_name = ${schedule.name} AND slot < ${reads.timeParameter(slot)} AND status <> 'skipped'
+       ORDER BY slot DESC LIMIT 1`.execute(db);
+    const row = rows[0];
+    // A job's first run has nothing before it to have missed.
+    if (row === undefined) return;
+    const previous = toDate(row.slot);
+    const gap = expectedSlots(schedule.cron, new Date(previous.getTime() + 1), slot);
+    if (gap.slots.length === 0) return;
+    const run = {
+      id: 'previous',
+      slot: previous,
+      status: row.status,
+      startedAt: toDate(row.started_at),
+      finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+      lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
+      catchUp: false,
+    };
+    const missed = slotLedger([previous, ...gap.slots], slot, [run], schedule.lockAtLeastForMs)
+      .filter((entry) => entry.outcome === 'missed')
+      .map((entry) => entry.slot);
+    if (missed.length === 0) return;
+    // Only the winner of the slot after the gap writes this, once: SQL users see the gap there.
+    await sql`UPDATE ${this.#runs} SET missed_slots = ${missed.length} WHERE id = ${runId}`.execute(db);
+    const first = missed[0] as Date;
+    const last = missed.at(-1) as Date;
+    const more = gap.truncated ? 'at least ' : '';
+    logger.warn(
+      `Job "${schedule.name}" missed ${more}${missed.length} slot(s) from ${first.toISOString()} to ${last.toISOString()}: no replica ran them`,
+    );
+    events.emit('missed', { job: schedule.name, runId, slot, slots: missed, count: missed.length });
+  }
+
+  #declare(schedule: WatchedSchedule): void {
+    const { schedules, lockedBy, logger } = this.#parts;
+    if (this.#parts.isClosed()) {
+      clearInterval(this.#watched.get(schedule.name)?.refresh);
+      return;
+    }
+    const declared = {
+      name: schedule.name,
+      expression: schedule.cron.expression,
+      // The process's own zone, named: the ledger is read on other machines too.
+      timezone: schedule.cron.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+      lockAtMostForMs: schedule.lockAtMostForMs,
+      lockAtLeastForMs: schedule.lockAtLeastForMs,
+      catchUpMs: schedule.catchUpMs,
+    };
+    this.#parts.track(
+      schedules.declare(declared, lockedBy).then(
+        () => void (this.#declareFailed = false),
+        (error: unknown) => {
+          // Once until it works again: a guard not yet migrated to 005 keeps running its jobs.
+          if (this.#declareFailed) return;
+          this.#declareFailed = true;
+          logger.warn(`Declaring the schedule of job "${schedule.name}" for the slot ledger failed (run \`cronguard migrate\`?): ${messageOf(error)}`);
+        },
+      ),
+    );
+  }
+}
+
+function sameSchedule(a: WatchedSchedule, b: WatchedSchedule): boolean {
+  return (
+    a.cron.expression === b.cron.expression &&
+    a.cron.timezone === b.cron.timezone &&
+    a.lockAtMostForMs === b.lockAtMostForMs &&
+    a.lockAtLeastForMs === b.lockAtLeastForMs &&
+    a.catchUpMs === b.catchUpMs
+  );
+}

@@ -1,0 +1,134 @@
+import { sql, type Kysely } from 'kysely';
+import { quotedTable } from '../dialects/common/quote.js';
+import { resolveCronSlots } from '../core/cron-slots.js';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import type { DurationInput } from '../core/duration.js';
+import { validateJobName } from '../core/job-options.js';
+import { expectedSlots, lateAfterMs, MAX_LEDGER_SLOTS, slotLedger, summarizeLedger, type LedgerRun, type LedgerSlot, type SlotOutcome } from '../core/slot-ledger.js';
+import { pointInTime } from './history.js';
+import type { DeclaredSchedule, ScheduleStore } from './job-schedules.js';
+import { toDate } from './run-record.js';
+
+/** Which slots `guard.slots()` accounts for. */
+export interface SlotsQuery {
+  /** Only this job. @default every job with a declared schedule */
+  job?: string;
+  /** From this time, or this long ago ('24h'). @default '24h' */
+  since?: Date | DurationInput;
+  /** Up to this time, or this long ago. @default now (the database's clock) */
+  until?: Date | DurationInput;
+}
+
+/** The ledger of one job: one outcome per slot its schedule implies in the range. */
+export interface JobLedger {
+  readonly job: string;
+  readonly expression: string;
+  readonly timezone: string | null;
+  /** No replica has declared the schedule for a day: its slots stop an hour after the last declaration. */
+  readonly retired: boolean;
+  /**
+   * The range the slots cover: the query's, cut to when the schedule last changed and to now
+   * (slots younger than lateAfter are listed only once a run has started them).
+   */
+  readonly since: Date;
+  readonly until: Date;
+  /** The range held more than 10,000 slots: only the newest are listed (and counted). */
+  readonly truncated: boolean;
+  readonly slots: LedgerSlot[];
+  /** How many slots had each outcome. */
+  readonly counts: Record<SlotOutcome, number>;
+}
+
+/** A schedule no replica has declared for this long is retired. */
+export const RETIRE_AFTER_MS = 24 * 3_600_000;
+/** How often a replica that schedules a job declares it again. */
+export const DECLARE_EVERY_MS = 3_600_000;
+
+interface LedgerRow {
+  id: string;
+  slot: Date | string;
+  status: string;
+  started_at: Date | string;
+  finished_at: Date | string | null;
+  lock_until: Date | string | null;
+  catch_up: boolean | number;
+}
+
+/** Reads ledgers: the declared schedules, then per job one range read of its runs by slot. */
+export function createSlotsReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames, schedules: ScheduleStore, databaseNow: () => Promise<Date>) {
+  const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
+  const reads = dialect.reads;
+  const columns = sql.raw(
+    [
+      'id',
+      `${reads.time('slot')} AS slot`,
+      'status',
+      `${reads.time('started_at')} AS started_at`,
+      `${reads.time('finished_at')} AS finished_at`,
+      `${reads.time('lock_until')} AS lock_until`,
+      'catch_up',
+    ].join(', '),
+  );
+
+  /**
+   * One job's rows by slot, on the (job_name, slot) index. From one lockAtMostFor (or
+   * lockAtLeastFor) before the range, so that a run of an earlier slot still holding the lock at
+   * the first slot is seen. Bounded: a row per slot, more only with recordSkips (one per replica).
+   */
+  async function rowsFor(schedule: DeclaredSchedule, from: Date, to: Date): Promise<LedgerRun[]> {
+    const before = new Date(from.getTime() - Math.max(schedule.lockAtMostForMs, schedule.lockAtLeastForMs));
+    const { rows } = await sql<LedgerRow>`SELECT ${columns} FROM ${runs}
+      WHERE job_name = ${schedule.name} AND slot >= ${reads.timeParameter(before)} AND slot < ${reads.timeParameter(to)}
+      ORDER BY slot LIMIT ${MAX_LEDGER_SLOTS * 20}`.execute(db);
+    return rows.map((row) => ({
+      id: row.id,
+      slot: toDate(row.slot),
+      status: row.status,
+      startedAt: toDate(row.started_at),
+      finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+      lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
+      catchUp: Boolean(Number(row.catch_up)),
+    }));
+  }
+
+  return async function slots(query: SlotsQuery = {}): Promise<JobLedger[]> {
+    const job = query.job === undefined ? undefined : validateJobName(query.job);
+    const now = await databaseNow();
+    // Durations count back from the database's clock, as the history's do from this replica's.
+    const skew = now.getTime() - Date.now();
+    const at = (value: Date | DurationInput, option: string): Date =>
+      value instanceof Date ? pointInTime(value, option) : new Date(pointInTime(value, option).getTime() + skew);
+    const since = at(query.since ?? '24h', 'since');
+    const until = query.until === undefined ? now : at(query.until, 'until');
+    const ledgers: JobLedger[] = [];
+    for (const schedule of await schedules.list(job)) {
+      const cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
+      if (cron === undefined) continue;
+      const retired = now.getTime() - schedule.declaredAt.getTime() > RETIRE_AFTER_MS;
+      const from = new Date(Math.max(since.getTime(), schedule.changedAt.getTime()));
+      const end = Math.min(until.getTime(), now.getTime(), retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY);
+      const to = new Date(Math.max(end, from.getTime()));
+      const expected = expectedSlots(cron, from, to);
+      const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;
+      // A slot nobody has run yet is not missed (nor overlapped) until lateAfter has passed: such
+      // newest slots are left out; those that ran are listed.
+      const next = cron.fireAfter(cron.slotAt(now));
+      const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime());
+      const ledger = slotLedger(expected.slots, expected.following, await rowsFor(schedule, covered, to), schedule.lockAtLeastForMs).filter(
+        (entry) => entry.runId !== null || entry.slot.getTime() <= settled,
+      );
+      ledgers.push({
+        job: schedule.name,
+        expression: schedule.expression,
+        timezone: schedule.timezone,
+        retired,
+        since: covered,
+        until: to,
+        truncated: expected.truncated,
+        slots: ledger,
+        counts: summarizeLedger(ledger),
+      });
+    }
+    return ledgers;
+  };
+}

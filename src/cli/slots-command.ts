@@ -1,0 +1,48 @@
+import type { Guard } from '../guard/create-guard.js';
+import type { CommandOptions, CommandOutput } from './commands.js';
+import { formatTable, formatTime, printable } from './format.js';
+
+/** Outcomes listed per slot; the others are only counted. */
+const LISTED = new Set(['missed', 'late', 'failed', 'cancelled', 'overlapped', 'paused']);
+/** At most this many slots are listed per job in the text output (--json has them all). */
+const MAX_LISTED = 50;
+
+/**
+ * `cronguard slots [--job J] [--since 24h]`: per job, how many of its expected slots had each
+ * outcome, then the slots that need a look (missed, late, failed, …), newest last. Exit 1 when a
+ * slot was missed, late or failed, so that a script can alert on it.
+ */
+export async function slotsCommand(guard: Guard, options: CommandOptions): Promise<CommandOutput> {
+  const ledgers = await guard.slots({
+    ...(options.job === undefined ? {} : { job: options.job }),
+    since: options.since ?? '24h',
+  });
+  const summary = formatTable(
+    ['job', 'schedule', 'slots', 'succeeded', 'late', 'missed', 'overlapped', 'failed', 'cancelled', 'running', 'since'],
+    ledgers.map((ledger) => [
+      ledger.job + (ledger.retired ? ' (retired)' : ''),
+      `${ledger.expression}${ledger.timezone === null ? '' : ` ${ledger.timezone}`}`,
+      String(ledger.slots.length) + (ledger.truncated ? ' (newest)' : ''),
+      String(ledger.counts.succeeded),
+      String(ledger.counts.late),
+      String(ledger.counts.missed),
+      String(ledger.counts.overlapped),
+      String(ledger.counts.failed),
+      String(ledger.counts.cancelled),
+      String(ledger.counts.running),
+      formatTime(ledger.since),
+    ]),
+  );
+  const details = ledgers.flatMap((ledger) =>
+    ledger.slots
+      .filter((entry) => LISTED.has(entry.outcome))
+      .slice(-MAX_LISTED)
+      .map((entry) => printable(`${ledger.job}: ${formatTime(entry.slot)} ${entry.outcome}${entry.delayMs === null ? '' : ` (started ${entry.delayMs} ms after)`}`)),
+  );
+  const text =
+    ledgers.length === 0
+      ? 'No declared schedules yet (guard.schedule, a coordinator or a decorated job with `cron` declares one).\n'
+      : `${summary}${details.length === 0 ? '\nEvery slot accounted for.\n' : `\n${details.join('\n')}\n`}`;
+  const bad = ledgers.some((ledger) => ledger.counts.missed + ledger.counts.late + ledger.counts.failed > 0);
+  return { text, json: ledgers, exitCode: bad ? 1 : 0 };
+}

@@ -1,0 +1,164 @@
+import type { CronSlots } from './cron-slots.js';
+
+/**
+ * What became of one expected slot. `late`: a run that succeeded, but started more than lateAfter
+ * after its slot. `overlapped`: no run, because the lock was still held (the previous run, or its
+ * lockAtLeastFor) when the slot came. `missed`: no replica ran it. `paused`: reserved for the
+ * operator controls (a job paused by hand), which produce it once they land.
+ */
+export type SlotOutcome = 'succeeded' | 'failed' | 'cancelled' | 'running' | 'overlapped' | 'paused' | 'late' | 'missed';
+
+export const SLOT_OUTCOMES: readonly SlotOutcome[] = ['succeeded', 'failed', 'cancelled', 'running', 'overlapped', 'paused', 'late', 'missed'];
+
+/** A history row as the ledger reads it: a run or a recorded skip of a slotted execution. */
+export interface LedgerRun {
+  readonly id: string;
+  readonly slot: Date;
+  /** The history row's status: running, succeeded, failed, cancelled, abandoned or skipped. */
+  readonly status: string;
+  /** On the database's clock. */
+  readonly startedAt: Date;
+  readonly finishedAt: Date | null;
+  /** When the run's lock expires (or expired): a `running` row holds the lock until then at most. */
+  readonly lockUntil: Date | null;
+  /** A run of a missed slot, made by the `catchUp` option. */
+  readonly catchUp: boolean;
+}
+
+/** One expected slot and its outcome. */
+export interface LedgerSlot {
+  readonly slot: Date;
+  readonly outcome: SlotOutcome;
+  /** The run of this slot, when one ran. */
+  readonly runId: string | null;
+  /** From the slot to its run's start (database clock), when one ran. */
+  readonly delayMs: number | null;
+  /** The run was a catch-up of a missed slot. */
+  readonly catchUp: boolean;
+}
+
+/** The most slots one ledger read covers per job: a range holding more keeps its newest slots. */
+export const MAX_LEDGER_SLOTS = 10_000;
+
+/** A run started more than this after its slot is late: a tenth of the interval, at least 1 s, at most 1 min. */
+export function lateAfterMs(intervalMs: number): number {
+  return Math.min(Math.max(intervalMs / 10, 1_000), 60_000);
+}
+
+/**
+ * The fires of `cron` in [since, until), at most `cap`: when the range holds more, the newest. The
+ * walk starts `cap` intervals (the schedule's first gap after `since`) before `until`, so its cost
+ * is about `cap` fires whatever the range (a `* * * * * *` job over a week is 604,800 fires; the
+ * ledger then covers its last 10,000 s). Also the fire after the last one (its interval decides the
+ * last slot's lateAfter), and `truncated` when older fires were left out.
+ */
+export function expectedSlots(
+  cron: Pick<CronSlots, 'fireAfter'>,
+  since: Date,
+  until: Date,
+  cap = MAX_LEDGER_SLOTS,
+): { slots: Date[]; following: Date | null; truncated: boolean } {
+  // fireAfter looks strictly after the whole second it is given: from the second before `since`.
+  const firstAfter = (at: number): Date => cron.fireAfter(new Date(Math.ceil(at / 1_000) * 1_000 - 1_000));
+  const first = firstAfter(since.getTime());
+  const intervalMs = Math.max(cron.fireAfter(first).getTime() - first.getTime(), 1_000);
+  const start = Math.max(since.getTime(), until.getTime() - cap * intervalMs);
+  let slots: Date[] = [];
+  let fire = start === since.getTime() ? first : firstAfter(start);
+  let truncated = start > since.getTime() && first < until;
+  for (let walked = 0; fire < until; walked += 1) {
+    if (walked >= 20 * cap) {
+      // An irregular schedule denser near `until` than at `since`: keep walking from closer in.
+      return { ...expectedSlots(cron, new Date(fire.getTime()), until, cap), truncated: true };
+    }
+    slots.push(fire);
+    fire = cron.fireAfter(fire);
+  }
+  if (slots.length > cap) {
+    slots = slots.slice(-cap);
+    truncated = true;
+  }
+  return { slots, following: fire, truncated };
+}
+
+/**
+ * The ledger of one job: for each expected slot (ascending, as `expectedSlots` gives them) exactly
+ * one outcome, from the job's history rows with a slot. A pure function: the same schedule and
+ * history give the same ledger on every replica.
+ *
+ * - A run with the slot gives its status: running, failed (also `abandoned`), cancelled, or
+ *   succeeded, which is `late` when it started more than lateAfter after the slot.
+ * - Without one, the slot is `overlapped` when a run of an earlier slot still held the lock at the
+ *   slot's time (running, or finished after it, or within its lockAtLeastFor), or when a skip was
+ *   recorded for it (`recordSkips`); else `missed`.
+ */
+export function slotLedger(slots: readonly Date[], following: Date | null, runs: readonly LedgerRun[], lockAtLeastForMs: number): LedgerSlot[] {
+  const bySlot = new Map<number, LedgerRun>();
+  const skipped = new Set<number>();
+  const held: LedgerRun[] = [];
+  for (const run of runs) {
+    const at = run.slot.getTime();
+    if (run.status === 'skipped') {
+      skipped.add(at);
+      continue;
+    }
+    held.push(run);
+    const known = bySlot.get(at);
+    // One run per slot is the guard's promise; should a row be doubled (a slot given by hand), the first counts.
+    if (known === undefined || run.startedAt < known.startedAt) bySlot.set(at, run);
+  }
+  held.sort((a, b) => a.slot.getTime() - b.slot.getTime());
+  const ledger: LedgerSlot[] = [];
+  // A sweep over the runs in slot order: the latest moment the lock was held by a run of an earlier slot.
+  let next = 0;
+  let heldUntil = Number.NEGATIVE_INFINITY;
+  for (let index = 0; index < slots.length; index += 1) {
+    const slot = slots[index] as Date;
+    const at = slot.getTime();
+    while (next < held.length && (held[next] as LedgerRun).slot.getTime() < at) {
+      heldUntil = Math.max(heldUntil, lockReleasedAt(held[next] as LedgerRun, lockAtLeastForMs));
+      next += 1;
+    }
+    const run = bySlot.get(at);
+    if (run !== undefined) {
+      const after = slots[index + 1] ?? following;
+      const intervalMs = after === null ? 60_000 : after.getTime() - at;
+      const delayMs = run.startedAt.getTime() - at;
+      ledger.push({ slot, outcome: runOutcome(run, delayMs > lateAfterMs(intervalMs)), runId: run.id, delayMs, catchUp: run.catchUp });
+      continue;
+    }
+    const overlapped = heldUntil > at || skipped.has(at);
+    ledger.push({ slot, outcome: overlapped ? 'overlapped' : 'missed', runId: null, delayMs: null, catchUp: false });
+  }
+  return ledger;
+}
+
+function runOutcome(run: LedgerRun, late: boolean): SlotOutcome {
+  switch (run.status) {
+    case 'running':
+      return 'running';
+    case 'cancelled':
+      return 'cancelled';
+    case 'succeeded':
+      return late ? 'late' : 'succeeded';
+    default:
+      // failed, and abandoned (its holder died or overran: the slot's work did not finish).
+      return 'failed';
+  }
+}
+
+/** When a run gave its lock back: at its end, not before its lockAtLeastFor; while it runs, its lock's expiry. */
+function lockReleasedAt(run: LedgerRun, lockAtLeastForMs: number): number {
+  if (run.finishedAt === null) {
+    const expiry = run.status === 'running' ? (run.lockUntil?.getTime() ?? Number.POSITIVE_INFINITY) : run.startedAt.getTime();
+    return Math.max(expiry, run.startedAt.getTime() + lockAtLeastForMs);
+  }
+  return Math.max(run.finishedAt.getTime(), run.startedAt.getTime() + lockAtLeastForMs);
+}
+
+/** Counts by outcome: the ledger's summary. */
+export function summarizeLedger(ledger: readonly LedgerSlot[]): Record<SlotOutcome, number> {
+  const counts = Object.fromEntries(SLOT_OUTCOMES.map((outcome) => [outcome, 0])) as Record<SlotOutcome, number>;
+  for (const entry of ledger) counts[entry.outcome] += 1;
+  return counts;
+}

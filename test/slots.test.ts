@@ -1,0 +1,161 @@
+// The slot ledger in one process, on every dialect: declared schedules, guard.slots, the missed
+// and late events after a win, and the CLI's `slots`.
+import { execFile } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import cron from 'node-cron';
+import { describe, expect, it } from 'vitest';
+import type { GuardEventMap } from '../src/index.js';
+import { dialectTargets } from './support/dialects.js';
+import { guardOn, migratedGuard } from './support/guards.js';
+import { openRaw } from './support/raw-database.js';
+
+const EVERY_SECOND = '* * * * * *';
+const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+
+/** The built `cronguard` command: its exit code and output. */
+async function cronguard(args: string[]): Promise<{ code: number; stdout: string }> {
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [bin, ...args]);
+    return { code: 0, stdout };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string };
+    return { code: failed.code, stdout: failed.stdout };
+  }
+}
+
+/** A time column read raw: a Date, or text. */
+function timeOf(value: unknown): number {
+  return value instanceof Date ? value.getTime() : Date.parse(String(value));
+}
+
+/** The next whole second at least `leadMs` away. */
+function wholeSecondIn(leadMs: number): number {
+  return Math.ceil((Date.now() + leadMs) / 1_000) * 1_000;
+}
+
+describe.each(dialectTargets())('the slot ledger on $name', (target) => {
+  describe.skipIf(target.serverUrl === null)('', () => {
+    it('declares a scheduled job, updates a changed schedule, and keeps when it changed otherwise', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      guard.schedule('0 3 * * *', { name: 'nightly', lockAtMostFor: '10m', timezone: 'Europe/Paris' }, () => undefined);
+      const raw = await openRaw(target.name, url);
+      try {
+        const read = () => raw.query<Record<string, unknown>>(`SELECT cron_expression, time_zone, lock_at_most_for_ms, changed_at FROM ${prefix}jobs`);
+        await expect.poll(read).toHaveLength(1);
+        const [first] = await read();
+        expect(first).toMatchObject({ cron_expression: '0 3 * * *', time_zone: 'Europe/Paris' });
+        expect(Number(first?.lock_at_most_for_ms)).toBe(600_000);
+        // The same schedule from another replica: changed_at stays. A new expression moves it.
+        const other = guardOn(url, prefix).guard;
+        other.schedule('0 3 * * *', { name: 'nightly', lockAtMostFor: '20m', timezone: 'Europe/Paris' }, () => undefined);
+        await expect.poll(async () => Number((await read())[0]?.lock_at_most_for_ms)).toBe(1_200_000);
+        expect(timeOf((await read())[0]?.changed_at)).toBe(timeOf(first?.changed_at));
+        await sleep(20);
+        guardOn(url, prefix).guard.schedule('0 4 * * *', { name: 'nightly', lockAtMostFor: '20m', timezone: 'Europe/Paris' }, () => undefined);
+        await expect.poll(async () => (await read())[0]?.cron_expression).toBe('0 4 * * *');
+        expect(timeOf((await read())[0]?.changed_at)).toBeGreaterThan(timeOf(first?.changed_at));
+        const [ledger] = await guard.slots({ job: 'nightly' });
+        expect(ledger).toMatchObject({ job: 'nightly', expression: '0 4 * * *', retired: false, slots: [] });
+      } finally {
+        await raw.close();
+      }
+    });
+
+    it('gives each expected slot one outcome, and tells of the gap once, on the run after it', async () => {
+      const { guard, url, prefix, logger } = await migratedGuard(target);
+      const job = { name: 'ticker', lockAtMostFor: '1m', cron: EVERY_SECOND };
+      // A decorated job with `cron` declares its schedule when decorated; runs here give their slots by hand.
+      guard.guarded(job);
+      await expect.poll(async () => (await guard.slots({ job: 'ticker' })).length).toBe(1);
+      const missed: GuardEventMap['missed'][0][] = [];
+      guard.on('missed', (event) => missed.push(event));
+      const first = wholeSecondIn(1_500);
+      const at = (index: number): Date => new Date(first + index * 1_000);
+      const plain = { name: 'ticker', lockAtMostFor: '1m' };
+      await guard.run({ ...plain, slot: at(0) }, () => 'ok');
+      // Slots 1 and 2: nobody ran them. Slot 3 fails, 4 is cancelled-free success.
+      await expect(guard.run({ ...plain, slot: at(3) }, () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+      await guard.run({ ...plain, slot: at(4) }, () => 'ok');
+      await expect.poll(() => missed.length).toBe(1);
+      expect(missed[0]).toMatchObject({ job: 'ticker', count: 2, slots: [at(1), at(2)], slot: at(3) });
+      expect(logger.warnings.filter((line) => line.includes('missed'))).toHaveLength(1);
+      const raw = await openRaw(target.name, url);
+      try {
+        const rows = await raw.query<{ missed_slots: number | string | null }>(`SELECT missed_slots FROM ${prefix}runs WHERE missed_slots IS NOT NULL`);
+        expect(rows.map((row) => Number(row.missed_slots))).toEqual([2]);
+      } finally {
+        await raw.close();
+      }
+      // Wait until the slots have settled (lateAfter, 1 s, after the last one), then read the ledger.
+      await sleep(Math.max(0, first + 6_500 - Date.now()));
+      const [ledger] = await guard.slots({ job: 'ticker', since: at(0), until: at(5) });
+      expect(ledger?.slots.map((entry) => entry.outcome)).toEqual(['succeeded', 'missed', 'missed', 'failed', 'succeeded']);
+      expect(ledger?.counts).toMatchObject({ succeeded: 2, missed: 2, failed: 1 });
+      // `cronguard slots`: the same ledger, and exit 1 since slots were missed.
+      const common = ['--database', url, '--table-prefix', prefix, '--job', 'ticker', '--since', '1h'];
+      const json = await cronguard(['slots', ...common, '--json']);
+      expect(json.code).toBe(1);
+      const [printed] = JSON.parse(json.stdout) as { slots: { slot: string; outcome: string }[] }[];
+      const listed = new Map(printed?.slots.map((entry) => [entry.slot, entry.outcome]));
+      expect([0, 1, 2, 3, 4].map((index) => listed.get(at(index).toISOString()))).toEqual(['succeeded', 'missed', 'missed', 'failed', 'succeeded']);
+      const text = await cronguard(['slots', ...common]);
+      expect(text.stdout).toMatch(/^JOB +SCHEDULE +SLOTS +SUCCEEDED +LATE +MISSED/);
+      expect(text.stdout).toContain(`ticker: ${at(1).toISOString().slice(0, 19).replace('T', ' ')}Z missed`);
+    });
+
+    it("does not take the slot the running replicas are taking as a catch-up when a replica joins (catchUp)", async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const joiner = guardOn(url, prefix).guard;
+      // Connections open first, so that the steps below take milliseconds.
+      await guard.run({ name: 'warm', lockAtMostFor: '1m' }, () => 1);
+      await joiner.run({ name: 'warm', lockAtMostFor: '1m' }, () => 1);
+      // Just after a fire of a every-10-seconds job: the previous slot ran, the current one (P) is being taken.
+      const slotMs = 10_000;
+      await sleep(slotMs - (Date.now() % slotMs) + 100);
+      const current = Math.floor(Date.now() / slotMs) * slotMs;
+      await guard.run({ name: 'joined', lockAtMostFor: '1m', slot: new Date(current - slotMs) }, () => 1);
+      const catchUps: unknown[] = [];
+      const task = joiner.schedule('*/10 * * * * *', { name: 'joined', lockAtMostFor: '1m', catchUp: '1h' }, (ctx) => {
+        if (ctx.catchUp) catchUps.push(ctx.slot);
+      });
+      await sleep(1_500);
+      await task.destroy();
+      expect(catchUps).toEqual([]);
+      const { runs } = await guard.history({ job: 'joined' });
+      expect(runs.map((run) => run.slot?.getTime())).toEqual([current - slotMs]);
+    });
+
+    it('declares a node-cron task that runs through the coordinator, from its expression and time zone', async () => {
+      const { guard } = await migratedGuard(target);
+      const task = cron.schedule('* * * * * *', () => undefined, {
+        name: 'coordinated',
+        timezone: 'America/New_York',
+        distributed: true,
+        runCoordinator: guard.coordinator({ lockAtMostFor: '10s' }),
+      });
+      try {
+        await expect.poll(async () => (await guard.slots({ job: 'coordinated' }))[0], { timeout: 10_000 }).toMatchObject({
+          expression: '* * * * * *',
+          timezone: 'America/New_York',
+        });
+      } finally {
+        await task.destroy();
+      }
+    });
+
+    it('fires late once for a run that started more than lateAfter after its slot, without a log line', async () => {
+      const { guard, logger } = await migratedGuard(target);
+      guard.guarded({ name: 'slow-start', lockAtMostFor: '1m', cron: '0 * * * * *' });
+      const late: GuardEventMap['late'][0][] = [];
+      guard.on('late', (event) => late.push(event));
+      const slot = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000);
+      await guard.run({ name: 'slow-start', lockAtMostFor: '1m', slot }, () => 'ok');
+      expect(late).toHaveLength(1);
+      expect(late[0]).toMatchObject({ job: 'slow-start', slot, lateAfterMs: 6_000 });
+      expect(late[0]?.delayMs).toBeGreaterThan(60_000);
+      expect(logger.warnings).toEqual([]);
+    });
+  });
+});
