@@ -44,7 +44,14 @@ function layerRules() {
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^\\.\\./src/(?!core/)', message: `The migrations may import only src/core: src/admin runs them. ${DIRECTION}.` }] },
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./src/(?!core/)',
+              message: `The migrations may import only src/core: src/admin runs them. ${DIRECTION}.`,
+            },
+          ],
+        },
       ],
     },
   });
@@ -52,7 +59,16 @@ function layerRules() {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/**', '**/node_modules/**', '.tmp/**', 'test/fixtures/decorators/**/out/**', 'test/fixtures/nest-app/out/**', 'examples/nestjs/dist/**'] },
+  {
+    ignores: [
+      'dist/**',
+      '**/node_modules/**',
+      '.tmp/**',
+      'test/fixtures/decorators/**/out/**',
+      'test/fixtures/nest-app/out/**',
+      'examples/nestjs/dist/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {

@@ -42,7 +42,13 @@ async function createTable(schema: SchemaModule, { tables, dialect }: MigrationC
 }
 
 /** Creates the index unless it exists (MySQL 8.0 has no CREATE INDEX IF NOT EXISTS: asked first). */
-async function createIndex(db: Kysely<unknown>, schema: SchemaModule, { tables, dialect }: MigrationContext, index: string, columns: string[]): Promise<void> {
+async function createIndex(
+  db: Kysely<unknown>,
+  schema: SchemaModule,
+  { tables, dialect }: MigrationContext,
+  index: string,
+  columns: string[],
+): Promise<void> {
   const create = schema.createIndex(index).on(tables.runs).columns(columns);
   if (dialect.indexExists === undefined) await create.ifNotExists().execute();
   else if (!(await dialect.indexExists(db, tables.runs, index))) await create.execute();

@@ -34,9 +34,13 @@ describe.each(dialectTargets())('cronguard migrate on $name', (target) => {
     expect(again.code).toBe(0);
     // CRONGUARD_DATABASE_URL first, then DATABASE_URL (the app's own variable); --database before both.
     const bad = 'foo://not-a-database';
-    expect(await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url, DATABASE_URL: bad })).toMatchObject({ code: 0 });
+    expect(await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url, DATABASE_URL: bad })).toMatchObject({
+      code: 0,
+    });
     expect(await cronguard(['migrate', '--table-prefix', prefix], { DATABASE_URL: url })).toMatchObject({ code: 0 });
-    expect(await cronguard(['migrate', '--database', url, '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: bad })).toMatchObject({ code: 0 });
+    expect(await cronguard(['migrate', '--database', url, '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: bad })).toMatchObject({
+      code: 0,
+    });
     const { guard } = guardOn(url, prefix);
     expect((await guard.run({ name: 'after-cli', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
   });
@@ -62,8 +66,13 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
     expect(locks.stdout).toMatch(/^healthy +free +no +replica-a /m);
     // The guard records its cronguard version in the background after its first run.
     const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-    await expect.poll(async () => (await cronguard(['locks', ...common])).stdout, { timeout: 20_000 }).toMatch(new RegExp(`^kept +held +no +replica-a +${version.replaceAll('.', '\\.')} `, 'm'));
-    const locksJson = JSON.parse((await cronguard(['locks', '--json', ...common])).stdout) as { name: string; state: string }[];
+    await expect
+      .poll(async () => (await cronguard(['locks', ...common])).stdout, { timeout: 20_000 })
+      .toMatch(new RegExp(`^kept +held +no +replica-a +${version.replaceAll('.', '\\.')} `, 'm'));
+    const locksJson = JSON.parse((await cronguard(['locks', '--json', ...common])).stdout) as {
+      name: string;
+      state: string;
+    }[];
     expect(locksJson.map((lock) => [lock.name, lock.state])).toEqual([
       ['broken', 'free'],
       ['healthy', 'free'],
@@ -92,11 +101,18 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toMatch(/^tight: longest run \(\d+ ms\) passed half of lockAtMostFor \(400 ms\)$/m);
     expect(doctor.stdout).toMatch(/^healthy +1 +0 +0 +0 /m);
-    const doctorJson = JSON.parse((await cronguard(['doctor', '--json', ...common])).stdout) as { job: string; problems: string[] }[];
+    const doctorJson = JSON.parse((await cronguard(['doctor', '--json', ...common])).stdout) as {
+      job: string;
+      problems: string[];
+    }[];
     expect(doctorJson.filter((job) => job.problems.length > 0).map((job) => job.job)).toEqual(['tight']);
 
     expect(await cronguard(['unlock', 'kept', ...common])).toMatchObject({ code: 2 });
-    expect(await cronguard(['unlock', 'kept', '--force', ...common])).toEqual({ code: 0, stdout: 'Unlocked "kept".\n', stderr: '' });
+    expect(await cronguard(['unlock', 'kept', '--force', ...common])).toEqual({
+      code: 0,
+      stdout: 'Unlocked "kept".\n',
+      stderr: '',
+    });
     // Nothing to unlock: a free lock, or no lock at all by that name. Exit 1, one line.
     for (const name of ['kept', 'no-such-job']) {
       expect(await cronguard(['unlock', name, '--force', ...common])).toEqual({
@@ -105,7 +121,10 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
         stderr: '',
       });
     }
-    expect(JSON.parse((await cronguard(['unlock', 'kept', '--force', '--json', ...common])).stdout)).toEqual({ job: 'kept', unlocked: false });
+    expect(JSON.parse((await cronguard(['unlock', 'kept', '--force', '--json', ...common])).stdout)).toEqual({
+      job: 'kept',
+      unlocked: false,
+    });
     expect((await guard.run({ name: 'kept', lockAtMostFor: '1m' }, () => 'again')).executed).toBe(true);
 
     await sleep(50);
@@ -145,25 +164,61 @@ describe('cronguard usage errors', () => {
     // A mistyped SQLite path in a directory that exists: a read must not create the file.
     const typo = join(tmpdir(), `cronguard-typo-${process.pid}.sqlite`);
     const cases = [
-      { args: ['migrate'], message: 'cronguard: no database: pass --database <url>, or set CRONGUARD_DATABASE_URL or DATABASE_URL\n' },
-      { args: ['migrate', '--database', 'foo://x'], message: /^cronguard: Expected --database to be a URL starting with/ },
+      {
+        args: ['migrate'],
+        message: 'cronguard: no database: pass --database <url>, or set CRONGUARD_DATABASE_URL or DATABASE_URL\n',
+      },
+      {
+        args: ['migrate', '--database', 'foo://x'],
+        message: /^cronguard: Expected --database to be a URL starting with/,
+      },
       // An unescaped '#' in a password: refused before connecting, the password masked.
-      { args: ['migrate', '--database', 'postgres://admin:p@ss#w0rd@db/app'], message: /^cronguard: Expected --database to be a URL that can be parsed, got "postgres:\/\/admin:\*\*\*@db\/app": percent-encode/ },
+      {
+        args: ['migrate', '--database', 'postgres://admin:p@ss#w0rd@db/app'],
+        message: /^cronguard: Expected --database to be a URL that can be parsed, got "postgres:\/\/admin:\*\*\*@db\/app": percent-encode/,
+      },
       // The password of a mistyped URL stays out of the message.
-      { args: ['migrate', '--database', 'postgress://admin:hunter2@db/app'], message: /got "postgress:\/\/admin:\*\*\*@db\/app"\n$/ },
-      { args: ['migrate', '--database', 'jdbc:postgresql://admin:p@ss/w0rd@db/app'], message: /got "jdbc:postgresql:\/\/admin:\*\*\*@db\/app"\n$/ },
-      { args: ['frobnicate', '--database', 'sqlite::memory:'], message: 'cronguard: unknown command "frobnicate" (see cronguard --help)\n' },
-      { args: ['locks', '--job', 'x', '--database', 'sqlite::memory:'], message: 'cronguard: locks does not take --job\n' },
-      { args: ['locks', '--database', 'sqlite::memory:'], message: /^cronguard: The cronguard tables do not exist; run `cronguard migrate`/ },
-      { args: ['history', '--limit', 'x', '--database', 'sqlite::memory:'], message: 'cronguard: --limit expects a whole number, got "x"\n' },
+      {
+        args: ['migrate', '--database', 'postgress://admin:hunter2@db/app'],
+        message: /got "postgress:\/\/admin:\*\*\*@db\/app"\n$/,
+      },
+      {
+        args: ['migrate', '--database', 'jdbc:postgresql://admin:p@ss/w0rd@db/app'],
+        message: /got "jdbc:postgresql:\/\/admin:\*\*\*@db\/app"\n$/,
+      },
+      {
+        args: ['frobnicate', '--database', 'sqlite::memory:'],
+        message: 'cronguard: unknown command "frobnicate" (see cronguard --help)\n',
+      },
+      {
+        args: ['locks', '--job', 'x', '--database', 'sqlite::memory:'],
+        message: 'cronguard: locks does not take --job\n',
+      },
+      {
+        args: ['locks', '--database', 'sqlite::memory:'],
+        message: /^cronguard: The cronguard tables do not exist; run `cronguard migrate`/,
+      },
+      {
+        args: ['history', '--limit', 'x', '--database', 'sqlite::memory:'],
+        message: 'cronguard: --limit expects a whole number, got "x"\n',
+      },
       { args: ['prune', '--database', 'sqlite::memory:'], message: /^cronguard: prune needs --older-than/ },
       { args: ['unlock', '--database', 'sqlite::memory:'], message: /^cronguard: unlock needs a job name/ },
-      { args: ['locks', '--database', `sqlite:${typo}`], message: `cronguard: no SQLite database at ${typo} (cronguard migrate creates it)\n` },
+      {
+        args: ['locks', '--database', `sqlite:${typo}`],
+        message: `cronguard: no SQLite database at ${typo} (cronguard migrate creates it)\n`,
+      },
       { args: ['locks', '--database', 'mysql://root@127.0.0.1:1/none'], message: /^cronguard: .*ECONNREFUSED/ },
       { args: ['migrate', '--nope'], message: /^cronguard: Unknown option '--nope'/ },
-      { args: ['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'], message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/ },
+      {
+        args: ['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'],
+        message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/,
+      },
       // localhost is ::1 and 127.0.0.1: Node refuses both in an AggregateError with an empty message.
-      { args: ['migrate', '--database', 'postgres://postgres@localhost:1/none'], message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/ },
+      {
+        args: ['migrate', '--database', 'postgres://postgres@localhost:1/none'],
+        message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/,
+      },
     ];
     for (const { args, message } of cases) {
       const result = await cronguard(args);
@@ -177,28 +232,51 @@ describe('cronguard usage errors', () => {
   it('names the flag or variable a bad option came from, not the API option', async () => {
     const memory = ['--database', 'sqlite::memory:'];
     const cases = [
-      { args: ['prune', '--older-than', '5 minutes', ...memory], message: `Expected --older-than to be a duration like '5m' or 'PT5M', got "5 minutes"` },
-      { args: ['history', '--since', '5x', ...memory], message: `Expected --since to be a duration like '5m' or 'PT5M', got "5x"` },
-      { args: ['history', '--status', 'bogus', ...memory], message: 'Expected --status to be one of running, succeeded, failed, cancelled, abandoned, skipped, got "bogus"' },
-      { args: ['history', '--limit', '0', ...memory], message: 'Expected --limit to be an integer from 1 to 1000, got 0' },
-      { args: ['history', '--job', '', ...memory], message: 'Expected --job to be a string of 1 to 255 characters without NUL, got ""' },
-      { args: ['history', '--before', 'nope', ...memory], message: 'Expected --before to be the `next` cursor of a history page, got "nope"' },
+      {
+        args: ['prune', '--older-than', '5 minutes', ...memory],
+        message: `Expected --older-than to be a duration like '5m' or 'PT5M', got "5 minutes"`,
+      },
+      {
+        args: ['history', '--since', '5x', ...memory],
+        message: `Expected --since to be a duration like '5m' or 'PT5M', got "5x"`,
+      },
+      {
+        args: ['history', '--status', 'bogus', ...memory],
+        message: 'Expected --status to be one of running, succeeded, failed, cancelled, abandoned, skipped, got "bogus"',
+      },
+      {
+        args: ['history', '--limit', '0', ...memory],
+        message: 'Expected --limit to be an integer from 1 to 1000, got 0',
+      },
+      {
+        args: ['history', '--job', '', ...memory],
+        message: 'Expected --job to be a string of 1 to 255 characters without NUL, got ""',
+      },
+      {
+        args: ['history', '--before', 'nope', ...memory],
+        message: 'Expected --before to be the `next` cursor of a history page, got "nope"',
+      },
       {
         args: ['unlock', 'j'.repeat(256), '--force', ...memory],
         message: `Expected the job name to be a string of 1 to 255 characters without NUL, got "${'j'.repeat(256)}"`,
       },
       {
         args: ['migrate', '--table-prefix', 'bad-prefix', ...memory],
-        message: "Expected --table-prefix to be an identifier like 'cronguard_' (schema-qualified prefixes are PostgreSQL only) of at most 40 characters, got \"bad-prefix\"",
+        message:
+          'Expected --table-prefix to be an identifier like \'cronguard_\' (schema-qualified prefixes are PostgreSQL only) of at most 40 characters, got "bad-prefix"',
       },
-      { args: ['locks', '--database', 'foo://x'], message: 'Expected --database to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"' },
+      {
+        args: ['locks', '--database', 'foo://x'],
+        message: 'Expected --database to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"',
+      },
     ];
     for (const { args, message } of cases) {
       expect(await cronguard(args), args.join(' ')).toEqual({ code: 2, stdout: '', stderr: `cronguard: ${message}\n` });
     }
     expect(await cronguard(['locks'], { DATABASE_URL: 'foo://x' })).toMatchObject({
       code: 2,
-      stderr: 'cronguard: Expected $DATABASE_URL to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"\n',
+      stderr:
+        'cronguard: Expected $DATABASE_URL to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"\n',
     });
   });
 
@@ -230,7 +308,9 @@ describe('cronguard usage errors', () => {
   });
 
   it("prints the package's version with --version, read from package.json next to dist/", async () => {
-    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     expect(await cronguard(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
   });
 });

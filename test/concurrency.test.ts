@@ -33,9 +33,7 @@ describe.each(dialectTargets())('concurrency on $name', (target) => {
       await Promise.all(workers.map((worker) => worker.next('ready')));
       const startAt = Date.now() + 300;
       for (const worker of workers) worker.send({ startAt });
-      const reports = await Promise.all(
-        workers.map((worker) => worker.next<Extract<RaceMessage, { type: 'done' }>>('done')),
-      );
+      const reports = await Promise.all(workers.map((worker) => worker.next<Extract<RaceMessage, { type: 'done' }>>('done')));
       const all = reports.flatMap((report) => report.results);
 
       expect(all.filter((r) => !r.executed && r.reason !== 'locked')).toEqual([]);
@@ -60,9 +58,7 @@ describe.each(dialectTargets())('concurrency on $name', (target) => {
       await Promise.all(workers.map((worker) => worker.next('ready')));
       const startAt = Date.now() + 300;
       for (const worker of workers) worker.send({ startAt });
-      const reports = await Promise.all(
-        workers.map((worker) => worker.next<Extract<MigrateMessage, { type: 'done' }>>('done')),
-      );
+      const reports = await Promise.all(workers.map((worker) => worker.next<Extract<MigrateMessage, { type: 'done' }>>('done')));
       expect(reports.map((report) => report.error)).toEqual(Array(8).fill(null));
       const { guard } = guardOn(url, prefix);
       expect((await guard.run({ name: 'after-migrate', lockAtMostFor: '1m' }, () => 'ok')).executed).toBe(true);

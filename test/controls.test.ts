@@ -22,7 +22,10 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
       expect(paused).toMatchObject({ until: null, reason: 'warehouse migration', by: 'ops-a' });
       for (let i = 0; i < 3; i += 1) expect(await other.run(job, () => 'ran')).toEqual({ executed: false, reason: 'paused' });
       // A scheduled attempt too, and one that would have taken the lock without a probe.
-      expect(await other.run({ ...job, slot: new Date(Date.now() + 60_000) }, () => 'ran')).toEqual({ executed: false, reason: 'paused' });
+      expect(await other.run({ ...job, slot: new Date(Date.now() + 60_000) }, () => 'ran')).toEqual({
+        executed: false,
+        reason: 'paused',
+      });
       expect(await guard.run(job, () => 'ran')).toEqual({ executed: false, reason: 'paused' });
       expect(skips).toHaveLength(4);
       expect(skips[0]).toEqual({ job: 'report', slot: null, reason: 'paused' });
@@ -71,7 +74,11 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
 
     it('runs a trigger once on one of the replicas that schedule the job, as a manual run that leaves the slot watermark alone', async () => {
       const { guard, url, prefix } = await migratedGuard(target, { controlPollInterval: '200ms' });
-      const replicas = [guard, guardOn(url, prefix, { controlPollInterval: '200ms' }).guard, guardOn(url, prefix, { controlPollInterval: '200ms' }).guard];
+      const replicas = [
+        guard,
+        guardOn(url, prefix, { controlPollInterval: '200ms' }).guard,
+        guardOn(url, prefix, { controlPollInterval: '200ms' }).guard,
+      ];
       const ran: number[] = [];
       const job = { name: 'yearly', lockAtMostFor: '1m' };
       // A slot already run, far in the past: the manual run must neither move it nor be refused by it.
@@ -113,7 +120,11 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
       expect(logger.warnings).toEqual([expect.stringContaining('Job "flaky" was auto-paused after 3 failed runs in a row')]);
       expect(await guard.run(job, fail)).toEqual({ executed: false, reason: 'paused' });
       const [entry] = await guard.controls('flaky');
-      expect(entry).toMatchObject({ action: 'auto-pause', by: 'replica-1', reason: expect.stringContaining('upstream down') });
+      expect(entry).toMatchObject({
+        action: 'auto-pause',
+        by: 'replica-1',
+        reason: expect.stringContaining('upstream down'),
+      });
       await guard.resume('flaky');
       expect((await guard.run(job, () => 'ok')).executed).toBe(true);
     });
@@ -121,7 +132,9 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
     it('validates autoPause and controlPollInterval', async () => {
       const { guard } = await migratedGuard(target);
       await expect(guard.run({ name: 'x', lockAtMostFor: '1m', autoPause: { afterFailures: 0 } }, () => 1)).rejects.toThrow(
-        new TypeError('Expected `autoPause` of job "x" to be { afterFailures: n } with n a whole number from 1 to 1000, got { afterFailures: 0 }'),
+        new TypeError(
+          'Expected `autoPause` of job "x" to be { afterFailures: n } with n a whole number from 1 to 1000, got { afterFailures: 0 }',
+        ),
       );
       expect(() => guardOn('sqlite::memory:', 'p_', { controlPollInterval: '10ms' })).toThrow(
         new TypeError('Expected `controlPollInterval` to be a duration of at least 100 ms, got "10ms"'),
@@ -131,30 +144,35 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
 });
 
 describe.each(dialectTargets().filter((target) => target.name === 'postgres'))('trigger notifications on $name', (target) => {
-  it.skipIf(target.serverUrl === null)('listen on one connection only while the guard schedules something, and not after shutdown', async () => {
-    const { guard, url, prefix } = await migratedGuard(target);
-    const raw = await openRaw('postgres', url);
-    const listening = async (): Promise<number> => {
-      const channel = triggerChannel(resolveTableNames(prefix, postgresDialect));
-      const rows = await raw.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_stat_activity WHERE query = ?`, [`LISTEN "${channel}"`]);
-      return Number(rows[0]?.n);
-    };
-    try {
-      expect(await listening()).toBe(0);
-      const first = guard.schedule('0 0 1 1 *', { name: 'a', lockAtMostFor: '1m' }, () => 1);
-      const second = guard.schedule('0 0 1 1 *', { name: 'b', lockAtMostFor: '1m' }, () => 1);
-      await expect.poll(listening).toBe(1);
-      first.destroy();
-      await sleep(200);
-      expect(await listening()).toBe(1);
-      second.destroy();
-      await expect.poll(listening).toBe(0);
-      guard.schedule('0 0 1 1 *', { name: 'a', lockAtMostFor: '1m' }, () => 1);
-      await expect.poll(listening).toBe(1);
-      await guard.shutdown();
-      await expect.poll(listening).toBe(0);
-    } finally {
-      await raw.close();
-    }
-  });
+  it.skipIf(target.serverUrl === null)(
+    'listen on one connection only while the guard schedules something, and not after shutdown',
+    async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const raw = await openRaw('postgres', url);
+      const listening = async (): Promise<number> => {
+        const channel = triggerChannel(resolveTableNames(prefix, postgresDialect));
+        const rows = await raw.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_stat_activity WHERE query = ?`, [
+          `LISTEN "${channel}"`,
+        ]);
+        return Number(rows[0]?.n);
+      };
+      try {
+        expect(await listening()).toBe(0);
+        const first = guard.schedule('0 0 1 1 *', { name: 'a', lockAtMostFor: '1m' }, () => 1);
+        const second = guard.schedule('0 0 1 1 *', { name: 'b', lockAtMostFor: '1m' }, () => 1);
+        await expect.poll(listening).toBe(1);
+        first.destroy();
+        await sleep(200);
+        expect(await listening()).toBe(1);
+        second.destroy();
+        await expect.poll(listening).toBe(0);
+        guard.schedule('0 0 1 1 *', { name: 'a', lockAtMostFor: '1m' }, () => 1);
+        await expect.poll(listening).toBe(1);
+        await guard.shutdown();
+        await expect.poll(listening).toBe(0);
+      } finally {
+        await raw.close();
+      }
+    },
+  );
 });

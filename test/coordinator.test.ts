@@ -104,7 +104,18 @@ describe.each(sqlite)('guard.coordinator() on $name', (target) => {
 /** Every event the guard emits for the runs of `job`, with the names of its payload's fields. */
 function eventsOf(guard: Guard, job: string): Array<[GuardEventName, string[]]> {
   const seen: Array<[GuardEventName, string[]]> = [];
-  const names: GuardEventName[] = ['acquired', 'skipped', 'succeeded', 'failed', 'cancelled', 'abandoned', 'released', 'lock-lost', 'overran', 'error'];
+  const names: GuardEventName[] = [
+    'acquired',
+    'skipped',
+    'succeeded',
+    'failed',
+    'cancelled',
+    'abandoned',
+    'released',
+    'lock-lost',
+    'overran',
+    'error',
+  ];
   for (const name of names) {
     guard.on(name, (payload: { job?: string }) => {
       if (payload.job === job) seen.push([name, Object.keys(payload).sort()]);
@@ -119,7 +130,10 @@ describe.each(dialectTargets())('a guard.coordinator() fire on $name', (target) 
     const byRun = eventsOf(guard, 'by-run');
     const byCoordinator = eventsOf(guard, 'by-coordinator');
     const slot = new Date(Math.floor(Date.now() / 1_000) * 1_000);
-    expect(await guard.run({ name: 'by-run', lockAtMostFor: '1m', slot }, () => 1)).toEqual({ executed: true, value: 1 });
+    expect(await guard.run({ name: 'by-run', lockAtMostFor: '1m', slot }, () => 1)).toEqual({
+      executed: true,
+      value: 1,
+    });
     const coordinator = guard.coordinator({ lockAtMostFor: '1m' });
     const key = keyOf('by-coordinator', slot);
     expect(await coordinator.shouldRun(key, 30_000)).toBe(true);
@@ -128,7 +142,13 @@ describe.each(dialectTargets())('a guard.coordinator() fire on $name', (target) 
     expect(byCoordinator).toEqual(byRun);
     const fields = async (job: string): Promise<unknown> => {
       const [run] = (await guard.history({ job })).runs;
-      return { status: run?.status, error: run?.error, overran: run?.overran, slot: run?.slot, finished: run?.finishedAt instanceof Date };
+      return {
+        status: run?.status,
+        error: run?.error,
+        overran: run?.overran,
+        slot: run?.slot,
+        finished: run?.finishedAt instanceof Date,
+      };
     };
     expect(await fields('by-coordinator')).toEqual(await fields('by-run'));
     // A second fire for the same slot skips as a second guard.run would, with the same event.

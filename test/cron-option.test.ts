@@ -14,7 +14,12 @@ const YEARLY = { cron: '0 0 0 1 1 *', timezone: 'UTC' };
 
 function slotsOf(cron: string, timezone?: string) {
   const guard = createGuard({ database: 'sqlite::memory:' });
-  const slots = guard.resolveJob({ name: 'slots', lockAtMostFor: '1m', cron, ...(timezone === undefined ? {} : { timezone }) }).cron;
+  const slots = guard.resolveJob({
+    name: 'slots',
+    lockAtMostFor: '1m',
+    cron,
+    ...(timezone === undefined ? {} : { timezone }),
+  }).cron;
   void guard.close();
   if (slots === undefined) throw new Error('no cron');
   return (at: string): string => slots.slotAt(new Date(at)).toISOString();
@@ -40,7 +45,12 @@ describe('the slot a call claims', () => {
     const guard = createGuard({ database: 'sqlite::memory:' });
     const first = guard.resolveJob({ name: 'a', lockAtMostFor: '1m', cron: '13 * * * * *' }).cron;
     const second = guard.resolveJob({ name: 'b', lockAtMostFor: '1m', cron: '13 * * * * *' }).cron;
-    const otherZone = guard.resolveJob({ name: 'c', lockAtMostFor: '1m', cron: '13 * * * * *', timezone: 'Asia/Tokyo' }).cron;
+    const otherZone = guard.resolveJob({
+      name: 'c',
+      lockAtMostFor: '1m',
+      cron: '13 * * * * *',
+      timezone: 'Asia/Tokyo',
+    }).cron;
     void guard.close();
     expect(cron.getTasks().size).toBe(before);
     expect(second).toBe(first);
@@ -66,8 +76,16 @@ describe('the slot a call claims', () => {
 describe('`cron` and `timezone` validation', () => {
   const cases: [string, Partial<RunOptions>, string][] = [
     ['a bad expression', { cron: '61 * * * *' }, 'Expected `cron` of job "nightly" to be a cron expression like'],
-    ['a non-string', { cron: 5 as unknown as string }, 'Expected `cron` of job "nightly" to be a cron expression like \'0 * * * *\' or \'*/10 * * * * *\', got 5'],
-    ['an unknown time zone', { cron: '* * * * *', timezone: 'Mars/Olympus' }, "Expected `timezone` of job \"nightly\" to be an IANA time zone like 'Europe/Paris', got \"Mars/Olympus\""],
+    [
+      'a non-string',
+      { cron: 5 as unknown as string },
+      "Expected `cron` of job \"nightly\" to be a cron expression like '0 * * * *' or '*/10 * * * * *', got 5",
+    ],
+    [
+      'an unknown time zone',
+      { cron: '* * * * *', timezone: 'Mars/Olympus' },
+      'Expected `timezone` of job "nightly" to be an IANA time zone like \'Europe/Paris\', got "Mars/Olympus"',
+    ],
   ];
   it.each(cases)('rejects %s in guard.run, resolveJob, guard.guarded and guarded()', async (_label, options, message) => {
     const guard = createGuard({ database: 'sqlite::memory:' });
@@ -87,7 +105,9 @@ describe('`cron` and `timezone` validation', () => {
     const guard = createGuard({ database: 'sqlite::memory:' });
     try {
       expect(() => guard.schedule('0 * * * *', { name: 'hourly', lockAtMostFor: '1m', cron: '*/5 * * * *' }, () => 1)).toThrow(
-        new TypeError('Expected `cron` of job "hourly" to be left out of guard.schedule, which fires on its own expression "0 * * * *", got "*/5 * * * *"'),
+        new TypeError(
+          'Expected `cron` of job "hourly" to be left out of guard.schedule, which fires on its own expression "0 * * * *", got "*/5 * * * *"',
+        ),
       );
       const task = guard.schedule('0 * * * *', { name: 'hourly', lockAtMostFor: '1m', cron: '0 * * * *' }, () => 1);
       await task.destroy();
@@ -103,7 +123,10 @@ describe.each(dialectTargets())('`cron` on $name', (target) => {
       const first = await migratedGuard(target);
       const second = guardOn(first.url, first.prefix);
       const job = { name: 'yearly', lockAtMostFor: '1m', lockAtLeastFor: 0, ...YEARLY };
-      expect(await first.guard.run(job, (ctx) => ctx.slot?.toISOString())).toEqual({ executed: true, value: `${new Date().getUTCFullYear()}-01-01T00:00:00.000Z` });
+      expect(await first.guard.run(job, (ctx) => ctx.slot?.toISOString())).toEqual({
+        executed: true,
+        value: `${new Date().getUTCFullYear()}-01-01T00:00:00.000Z`,
+      });
       expect(await second.guard.run(job, () => 'again')).toEqual({ executed: false, reason: 'slot-done' });
       expect(await first.guard.run(job, () => 'again')).toEqual({ executed: false, reason: 'slot-done' });
       // An explicit slot wins over the one `cron` gives.
@@ -117,8 +140,14 @@ describe.each(dialectTargets())('`cron` on $name', (target) => {
       const { guard } = await migratedGuard(target);
       const slot = new Date(Date.UTC(new Date().getUTCFullYear(), 0, 1));
       // What a guard.schedule fire of the same expression does: guard.run with node-cron's slot.
-      expect(await guard.run({ name: 'shared', lockAtMostFor: '1m', slot }, () => 'scheduled')).toEqual({ executed: true, value: 'scheduled' });
-      expect(await guard.run({ name: 'shared', lockAtMostFor: '1m', ...YEARLY }, () => 'called')).toEqual({ executed: false, reason: 'slot-done' });
+      expect(await guard.run({ name: 'shared', lockAtMostFor: '1m', slot }, () => 'scheduled')).toEqual({
+        executed: true,
+        value: 'scheduled',
+      });
+      expect(await guard.run({ name: 'shared', lockAtMostFor: '1m', ...YEARLY }, () => 'called')).toEqual({
+        executed: false,
+        reason: 'slot-done',
+      });
       const decorate = guard.guarded({ name: 'shared', lockAtMostFor: '1m', ...YEARLY });
       const descriptor: PropertyDescriptor = { value: async () => 'decorated' };
       decorate({}, 'method', descriptor);
@@ -163,7 +192,12 @@ describe('a plain setInterval caller with `cron` set', () => {
         const prefix = uniquePrefix();
         await guardOn(url, prefix).guard.migrate();
         // Three phases within the second, one near its end (a call that may claim the coming second).
-        return { target, workers: [50, 450, 960].map((phase) => startWorker<IntervalMessage>('interval-replica.ts', [url, prefix, String(phase), String(RUN_FOR_MS)])) };
+        return {
+          target,
+          workers: [50, 450, 960].map((phase) =>
+            startWorker<IntervalMessage>('interval-replica.ts', [url, prefix, String(phase), String(RUN_FOR_MS)]),
+          ),
+        };
       }),
     );
     const workersOf = started.flatMap(({ workers }) => workers);
@@ -199,7 +233,10 @@ describe('a plain setInterval caller with `cron` set', () => {
       // The other processes called too, each second, and were turned away by the slot watermark
       // (or by the lock, while the winner ran): about two skips per run.
       expect(skips.length, target).toBeGreaterThanOrEqual(ran.length);
-      expect(skips.filter((reason) => reason !== 'slot-done' && reason !== 'locked'), target).toEqual([]);
+      expect(
+        skips.filter((reason) => reason !== 'slot-done' && reason !== 'locked'),
+        target,
+      ).toEqual([]);
     }
   }, 120_000);
 });

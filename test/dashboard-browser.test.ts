@@ -22,10 +22,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
   });
 
   /** A page that records every dialog (an alert would be a script injected through a name). */
-  async function openPage(
-    url: string,
-    headers: Record<string, string> = {},
-  ): Promise<{ page: Page; dialogs: string[] }> {
+  async function openPage(url: string, headers: Record<string, string> = {}): Promise<{ page: Page; dialogs: string[] }> {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, extraHTTPHeaders: headers });
     const page = await context.newPage();
     const dialogs: string[] = [];
@@ -49,9 +46,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         expect(jobs).toEqual(expect.arrayContaining(['nightly-report', 'slow-sync', 'cache-warm', HOSTILE_NAME]));
         expect(await page.locator('section', { hasText: 'cache-warm' }).getByText('held').count()).toBe(1);
         // The strip: 12 marks for nightly-report, each with its shape, one of them the failure.
-        const strip = page
-          .locator('section', { has: page.getByRole('heading', { name: 'nightly-report' }) })
-          .locator('.strip span');
+        const strip = page.locator('section', { has: page.getByRole('heading', { name: 'nightly-report' }) }).locator('.strip span');
         expect(await strip.count()).toBe(12);
         expect(await strip.filter({ hasText: '✗' }).count()).toBe(1);
         expect(await page.locator('img').count()).toBe(0);
@@ -118,11 +113,8 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
       it('unlocks from the page only with authorize and the CSRF token', async () => {
         const { guard } = await migratedGuard(target);
         await guard.run({ name: 'cache-warm', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, () => 'done');
-        const url = await serve(
-          guard.dashboard({ readOnly: false, authorize: (req) => req.headers['x-operator'] === 'alice' }),
-        );
-        const held = async (): Promise<string | undefined> =>
-          (await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state;
+        const url = await serve(guard.dashboard({ readOnly: false, authorize: (req) => req.headers['x-operator'] === 'alice' }));
+        const held = async (): Promise<string | undefined> => (await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state;
         const jobUrl = `${url}/job?name=cache-warm`;
 
         // Not authorized: the page shows no control.
@@ -131,9 +123,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
 
         const operator = await openPage(jobUrl, { 'x-operator': 'alice' });
         const token = await operator.page.locator('input[name=csrf]').inputValue();
-        const cookie = (await operator.page.context().cookies())
-          .map((entry) => `${entry.name}=${entry.value}`)
-          .join('; ');
+        const cookie = (await operator.page.context().cookies()).map((entry) => `${entry.name}=${entry.value}`).join('; ');
         const post = (headers: Record<string, string>, fields: Record<string, string>): Promise<Response> =>
           fetch(`${url}/job/unlock`, {
             method: 'POST',
@@ -144,9 +134,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         const form = { job: 'cache-warm', confirm: 'yes', csrf: token };
         // Without the token, with a wrong one, without the cookie, from another origin, or without authorize: refused.
         expect((await post({ cookie, 'x-operator': 'alice' }, { job: 'cache-warm', confirm: 'yes' })).status).toBe(403);
-        expect(
-          (await post({ cookie, 'x-operator': 'alice' }, { ...form, csrf: `${token.slice(0, -2)}xx` })).status,
-        ).toBe(403);
+        expect((await post({ cookie, 'x-operator': 'alice' }, { ...form, csrf: `${token.slice(0, -2)}xx` })).status).toBe(403);
         expect((await post({ 'x-operator': 'alice' }, form)).status).toBe(403);
         expect((await post({ cookie, 'x-operator': 'alice', origin: 'https://evil.example' }, form)).status).toBe(403);
         expect((await post({ cookie }, form)).status).toBe(403);

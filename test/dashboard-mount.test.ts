@@ -18,9 +18,7 @@ const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 async function links(url: string): Promise<string[]> {
   const response = await fetch(url);
   expect(response.status).toBe(200);
-  return [...(await response.text()).matchAll(/href="([^"]*)"/g)].map(
-    (match) => match[1]?.replaceAll('&amp;', '&') ?? '',
-  );
+  return [...(await response.text()).matchAll(/href="([^"]*)"/g)].map((match) => match[1]?.replaceAll('&amp;', '&') ?? '');
 }
 
 /** Follows every link of the overview and of each page it leads to (one level): all answer 200. */
@@ -101,9 +99,7 @@ describe('dashboard mounting', () => {
 
 describe('cronguard dashboard', () => {
   /** Starts the command; resolves with its first stdout line and stderr so far, and a stop function. */
-  function startCommand(
-    args: string[],
-  ): Promise<{ line: string; stderr: () => string; stop: () => Promise<number | null> }> {
+  function startCommand(args: string[]): Promise<{ line: string; stderr: () => string; stop: () => Promise<number | null> }> {
     const child = spawn(process.execPath, [bin, 'dashboard', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -129,8 +125,7 @@ describe('cronguard dashboard', () => {
 
   it('serves on loopback, prints its URL, and stops on SIGTERM; warns on another host without --read-only', async () => {
     const { url: database, prefix } = await migratedGuard(sqlite);
-    const start = (args: string[]): ReturnType<typeof startCommand> =>
-      startCommand([...args, '--table-prefix', prefix]);
+    const start = (args: string[]): ReturnType<typeof startCommand> => startCommand([...args, '--table-prefix', prefix]);
     const loopback = await start(['--database', database, '--port', '0']);
     const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(loopback.line)?.[0];
     expect(loopback.line).toContain('with controls');

@@ -29,7 +29,13 @@ function userHandles(target: DialectTarget): UserHandle[] {
     const kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: kyselyPool }) });
     return [
       { label: 'pg.Pool', input: pool, url, stillWorks: () => pool.query('SELECT 1'), end: () => pool.end() },
-      { label: 'Kysely', input: kysely, url, stillWorks: () => kyselyPool.query('SELECT 1'), end: () => kysely.destroy() },
+      {
+        label: 'Kysely',
+        input: kysely,
+        url,
+        stillWorks: () => kyselyPool.query('SELECT 1'),
+        end: () => kysely.destroy(),
+      },
     ];
   }
   if (target.name === 'mysql') {
@@ -48,7 +54,13 @@ function userHandles(target: DialectTarget): UserHandle[] {
         stillWorks: () => callbackPool.promise().query('SELECT 1'),
         end: () => callbackPool.promise().end(),
       },
-      { label: 'mysql2 promise pool', input: promisePool, url, stillWorks: () => promisePool.query('SELECT 1'), end: () => promisePool.end() },
+      {
+        label: 'mysql2 promise pool',
+        input: promisePool,
+        url,
+        stillWorks: () => promisePool.query('SELECT 1'),
+        end: () => promisePool.end(),
+      },
       {
         label: 'mysql2 pool without CLIENT_FOUND_ROWS',
         input: noFoundRows,
@@ -56,7 +68,13 @@ function userHandles(target: DialectTarget): UserHandle[] {
         stillWorks: () => noFoundRows.query('SELECT 1'),
         end: () => noFoundRows.end(),
       },
-      { label: 'Kysely', input: kysely, url, stillWorks: () => kyselyPool.promise().query('SELECT 1'), end: () => kysely.destroy() },
+      {
+        label: 'Kysely',
+        input: kysely,
+        url,
+        stillWorks: () => kyselyPool.promise().query('SELECT 1'),
+        end: () => kysely.destroy(),
+      },
     ];
   }
   const database = new Database(sqlitePath(url));
@@ -92,7 +110,10 @@ describe.each(dialectTargets())('database input on $name', (target) => {
         expect(guard.dialect, handle.label).toBe(target.name);
         await guard.migrate();
         const job = { name: 'own-pool', lockAtMostFor: '1m', lockAtLeastFor: '1m' };
-        expect(await guard.run(job, () => handle.label), handle.label).toEqual({ executed: true, value: handle.label });
+        expect(await guard.run(job, () => handle.label), handle.label).toEqual({
+          executed: true,
+          value: handle.label,
+        });
         expect(await guard.run(job, () => 'again'), handle.label).toEqual({ executed: false, reason: 'locked' });
         expect(await other.run(job, () => 'other'), handle.label).toEqual({ executed: false, reason: 'locked' });
         // An extend that moves nothing (the lock already lasts longer) is still an extend, even
@@ -122,7 +143,10 @@ describe.each(dialectTargets().filter((target) => target.name === 'mysql'))('a m
     try {
       expect(guard.dialect).toBe('mysql');
       await guard.migrate();
-      expect(await guard.run({ name: 'maria', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+      expect(await guard.run({ name: 'maria', lockAtMostFor: '1m' }, () => 'ran')).toEqual({
+        executed: true,
+        value: 'ran',
+      });
     } finally {
       await guard.close();
     }
@@ -198,7 +222,10 @@ describe('database input', () => {
     expect(openFiles()).not.toContain(path);
     // This guard never sends a query through Kysely: the lock statements open the file themselves.
     const guard = createGuard({ database: url });
-    expect(await guard.run({ name: 'lock-only', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+    expect(await guard.run({ name: 'lock-only', lockAtMostFor: '1m' }, () => 'ran')).toEqual({
+      executed: true,
+      value: 'ran',
+    });
     expect(openFiles()).toContain(path);
     await guard.shutdown();
     expect(openFiles()).not.toContain(path);

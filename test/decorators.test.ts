@@ -151,7 +151,9 @@ describe.each(modes)('$mode decorators, compiled by tsc and run by plain node', 
       'reports.context',
       'greeter.greet',
     ]);
-    expect(logged[0]).toContain("Set `cron` to the expression the scheduler fires it on (in NestJS, use @GuardedCron from 'cronguard/nestjs')");
+    expect(logged[0]).toContain(
+      "Set `cron` to the expression the scheduler fires it on (in NestJS, use @GuardedCron from 'cronguard/nestjs')",
+    );
   });
 
   describe('decorator order: @guarded above or below other decorators (real @nestjs/schedule, reflect-metadata)', () => {
@@ -203,7 +205,8 @@ describe.each(modes)('$mode decorators, compiled by tsc and run by plain node', 
     // error (an unused one fails the compile). Counted, so that none goes missing unnoticed: two
     // sync methods and two Promise<T> methods, in the fixture and in jobs.ts.
     expect(tscResult.code, describeResult('tsc', tscResult)).toBe(0);
-    const expectedErrors = (file: string): number => readFileSync(join(dir, file), 'utf8').match(/^\s*\/\/ @ts-expect-error /gm)?.length ?? 0;
+    const expectedErrors = (file: string): number =>
+      readFileSync(join(dir, file), 'utf8').match(/^\s*\/\/ @ts-expect-error /gm)?.length ?? 0;
     expect(expectedErrors('type-errors.ts')).toBe(4);
     expect(expectedErrors('jobs.ts')).toBe(2);
   });

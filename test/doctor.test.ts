@@ -28,9 +28,17 @@ function run(hoursAgo: number, changes: Partial<RunRecord> = {}): RunRecord {
 
 describe('doctor', () => {
   it('counts every run read, but flags only what happened in the last day', () => {
-    const old = diagnoseJob('nightly', [run(1), run(30, { overran: true }), run(50, { status: 'abandoned', finishedAt: null, durationMs: null })], now);
+    const old = diagnoseJob(
+      'nightly',
+      [run(1), run(30, { overran: true }), run(50, { status: 'abandoned', finishedAt: null, durationMs: null })],
+      now,
+    );
     expect(old).toMatchObject({ runs: 3, overran: 1, abandoned: 1, problems: [] });
-    const recent = diagnoseJob('nightly', [run(1, { overran: true }), run(2, { status: 'abandoned', finishedAt: null, durationMs: null })], now);
+    const recent = diagnoseJob(
+      'nightly',
+      [run(1, { overran: true }), run(2, { status: 'abandoned', finishedAt: null, durationMs: null })],
+      now,
+    );
     expect(recent.problems).toEqual(['in the last day 1 run(s) overran their lock', 'in the last day 1 run(s) abandoned']);
   });
 

@@ -8,7 +8,11 @@ describe.each(dialectTargets())('fractional milliseconds on $name', (target) => 
   it.skipIf(target.serverUrl === null)('are rounded up to whole ms, in the lock, the history and skipped-run rows', async () => {
     const { guard, logger } = await migratedGuard(target, { recordSkips: true });
     const job = { name: 'fraction', lockAtMostFor: '1500.5ms', lockAtLeastFor: 1200.25, stopMargin: '400.5ms' };
-    expect(guard.resolveJob(job)).toMatchObject({ lockAtMostForMs: 1_501, lockAtLeastForMs: 1_201, stopMarginMs: 401 });
+    expect(guard.resolveJob(job)).toMatchObject({
+      lockAtMostForMs: 1_501,
+      lockAtLeastForMs: 1_201,
+      stopMarginMs: 401,
+    });
 
     expect(await guard.run(job, () => 'ran')).toEqual({ executed: true, value: 'ran' });
     // lockAtLeastFor holds the lock: the loser's skip is recorded with its lockAtMostFor.

@@ -17,7 +17,10 @@ afterEach(async () => {
 
 async function sqliteGuard(): Promise<Guard> {
   counter += 1;
-  const guard = createGuard({ database: `sqlite:${join(dir, `context-${counter}.sqlite`)}`, logger: recordingLogger() });
+  const guard = createGuard({
+    database: `sqlite:${join(dir, `context-${counter}.sqlite`)}`,
+    logger: recordingLogger(),
+  });
   guards.push(guard);
   await guard.migrate();
   return guard;
@@ -53,7 +56,11 @@ describe('the execution context', () => {
     // lockAtMostFor 2.2 s: the margin is 1 s (at least 1 s), so the signal fires near 1.2 s.
     const result = await guard.run({ name: 'deadline', lockAtMostFor: 2_200 }, async (ctx) => {
       await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
-      return { firedAt: performance.now(), lockExpiresAt: ctx.lockExpiresAt, reason: (ctx.signal.reason as GuardError).code };
+      return {
+        firedAt: performance.now(),
+        lockExpiresAt: ctx.lockExpiresAt,
+        reason: (ctx.signal.reason as GuardError).code,
+      };
     });
     if (!result.executed) throw new Error('expected a run');
     expect(result.value.reason).toBe('DEADLINE');
@@ -77,7 +84,7 @@ describe('the execution context', () => {
     expect(after).toMatchObject({ executed: false, reason: 'error', error: { code: 'GUARD_CLOSED' } });
   });
 
-  it('keeps a running job\'s lock alive through shutdown: the signal aborts, keep-alive goes on', async () => {
+  it("keeps a running job's lock alive through shutdown: the signal aborts, keep-alive goes on", async () => {
     const guard = await sqliteGuard();
     const path = join(dir, `context-${counter}.sqlite`);
     const other = createGuard({ database: `sqlite:${path}`, logger: recordingLogger() });
@@ -90,7 +97,10 @@ describe('the execution context', () => {
     const stopping = guard.shutdown({ timeout: '10s' });
     await sleep(1_800);
     // Past the first lockAtMostFor, and the job still runs: another replica must still be refused.
-    expect(await other.run({ name: 'draining', lockAtMostFor: '1m' }, () => 'overlap')).toEqual({ executed: false, reason: 'locked' });
+    expect(await other.run({ name: 'draining', lockAtMostFor: '1m' }, () => 'overlap')).toEqual({
+      executed: false,
+      reason: 'locked',
+    });
     await stopping;
     expect(await running).toEqual({ executed: true, value: 'SHUTDOWN' });
   });
@@ -142,7 +152,10 @@ describe('the execution context', () => {
     expect(await running).toEqual({ executed: true, value: 'done' });
     const next = createGuard({ database: `sqlite:${path}`, logger: recordingLogger() });
     guards.push(next);
-    expect(await next.run({ name: 'closing', lockAtMostFor: '10m' }, () => 'next')).toEqual({ executed: true, value: 'next' });
+    expect(await next.run({ name: 'closing', lockAtMostFor: '10m' }, () => 'next')).toEqual({
+      executed: true,
+      value: 'next',
+    });
     expect((await next.history({ job: 'closing' })).runs.map((run) => run.status)).toEqual(['succeeded', 'succeeded']);
   });
 });

@@ -45,11 +45,14 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       expect(await guard.run(job, () => 3)).toEqual({ executed: true, value: 3 });
     });
 
-    it('rejects with the job\'s own error after releasing the lock', async () => {
+    it("rejects with the job's own error after releasing the lock", async () => {
       const { guard } = await migratedGuard(target);
       const failure = new Error('job failed');
       await expect(guard.run({ name: 'fails', lockAtMostFor: '1m' }, () => Promise.reject(failure))).rejects.toBe(failure);
-      expect(await guard.run({ name: 'fails', lockAtMostFor: '1m' }, () => 'again')).toEqual({ executed: true, value: 'again' });
+      expect(await guard.run({ name: 'fails', lockAtMostFor: '1m' }, () => 'again')).toEqual({
+        executed: true,
+        value: 'again',
+      });
     });
 
     it('takes over a lock whose lockAtMostFor has passed', async () => {
@@ -60,13 +63,19 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       const taken = new Promise((resolve) => dead.on('acquired', resolve));
       const stuck = dead.run({ name: 'expires', lockAtMostFor: '500ms' }, () => sleep(1_500));
       await taken;
-      expect(await guard.run({ name: 'expires', lockAtMostFor: '500ms' }, () => 'early')).toEqual({ executed: false, reason: 'locked' });
+      expect(await guard.run({ name: 'expires', lockAtMostFor: '500ms' }, () => 'early')).toEqual({
+        executed: false,
+        reason: 'locked',
+      });
       await sleep(600);
-      expect(await guard.run({ name: 'expires', lockAtMostFor: '500ms' }, () => 'late')).toEqual({ executed: true, value: 'late' });
+      expect(await guard.run({ name: 'expires', lockAtMostFor: '500ms' }, () => 'late')).toEqual({
+        executed: true,
+        value: 'late',
+      });
       await stuck;
     });
 
-    it('leaves the successor\'s lock alone when a holder that outlived lockAtMostFor releases late', async () => {
+    it("leaves the successor's lock alone when a holder that outlived lockAtMostFor releases late", async () => {
       const { guard: a, url, prefix, logger: aLogger } = await migratedGuard(target);
       const b = guardOn(url, prefix).guard;
       const c = guardOn(url, prefix).guard;
@@ -138,7 +147,11 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       let ran = false;
       const result = await guard.run({ name: 'down', lockAtMostFor: '1m' }, () => (ran = true));
       expect(ran).toBe(false);
-      expect(result).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_FAILED', job: 'down' } });
+      expect(result).toMatchObject({
+        executed: false,
+        reason: 'error',
+        error: { code: 'ACQUIRE_FAILED', job: 'down' },
+      });
       if (result.executed || result.reason !== 'error') throw new Error('expected an error skip');
       expect(result.error.cause).toBeInstanceOf(Error);
       expect(logger.errors).toHaveLength(1);
@@ -169,50 +182,60 @@ describe.each(dialectTargets())('guard on $name', (target) => {
 
     // PostgreSQL: the server cuts the take at acquireTimeout, and shutdown cancels one still
     // waiting (test/shutdown.test.ts), so no acquire outlives acquireTimeout there.
-    it.skipIf(target.name !== 'mysql')('waits at shutdown for an acquire that outlived acquireTimeout, and gives back its late win', async () => {
-      const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 300 });
-      const job = { name: 'hung-at-shutdown', lockAtMostFor: '1m' };
-      await guard.run(job, () => 1);
-      const raw = await holdLockRows(target, url, prefix);
-      expect(await guard.run(job, () => 'ran')).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
-      let closed = false;
-      const closing = guard.shutdown({ timeout: '10s' }).then(() => void (closed = true));
-      await sleep(300);
-      // The acquire still waits for the row: shutdown waits for it rather than ending the pool under it.
-      expect(closed).toBe(false);
-      await raw.exec('COMMIT');
-      await raw.close();
-      await closing;
-      const other = guardOn(url, prefix).guard;
-      expect(await other.locks()).toEqual([expect.objectContaining({ name: job.name, state: 'free' })]);
-      const statuses = (await other.history({ job: job.name })).runs.map((run) => [run.status, run.error]);
-      expect(statuses[0]).toEqual(['failed', 'not run: the acquire answered after acquireTimeout']);
-    });
-
-    it.skipIf(target.name === 'sqlite')('keeps one acquire per job while it hangs, and sends one more after ten acquireTimeouts', async () => {
-      const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 100 });
-      const job = { name: 'one-at-a-time', lockAtMostFor: '1m' };
-      await guard.run(job, () => 1);
-      const raw = await holdLockRows(target, url, prefix);
-      try {
-        const sent = performance.now();
-        const message = async (): Promise<string> => {
-          const result = await guard.run(job, () => 'ran');
-          if (result.executed || result.reason !== 'error') throw new Error(`expected an error skip, got ${JSON.stringify(result)}`);
-          expect(result.error.code).toBe('ACQUIRE_TIMEOUT');
-          return result.error.message;
-        };
-        expect(await message()).toMatch(/took over 100 ms/);
-        // The first acquire still waits on the row: the next run sends nothing.
-        expect(await message()).toMatch(/has still not answered/);
-        // Ten acquireTimeouts on, it may never answer: one fresh acquire goes out.
-        await sleep(sent + 1_050 - performance.now());
-        expect(await message()).toMatch(/took over 100 ms/);
-      } finally {
+    it.skipIf(target.name !== 'mysql')(
+      'waits at shutdown for an acquire that outlived acquireTimeout, and gives back its late win',
+      async () => {
+        const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 300 });
+        const job = { name: 'hung-at-shutdown', lockAtMostFor: '1m' };
+        await guard.run(job, () => 1);
+        const raw = await holdLockRows(target, url, prefix);
+        expect(await guard.run(job, () => 'ran')).toMatchObject({
+          executed: false,
+          reason: 'error',
+          error: { code: 'ACQUIRE_TIMEOUT' },
+        });
+        let closed = false;
+        const closing = guard.shutdown({ timeout: '10s' }).then(() => void (closed = true));
+        await sleep(300);
+        // The acquire still waits for the row: shutdown waits for it rather than ending the pool under it.
+        expect(closed).toBe(false);
         await raw.exec('COMMIT');
         await raw.close();
-      }
-    });
+        await closing;
+        const other = guardOn(url, prefix).guard;
+        expect(await other.locks()).toEqual([expect.objectContaining({ name: job.name, state: 'free' })]);
+        const statuses = (await other.history({ job: job.name })).runs.map((run) => [run.status, run.error]);
+        expect(statuses[0]).toEqual(['failed', 'not run: the acquire answered after acquireTimeout']);
+      },
+    );
+
+    it.skipIf(target.name === 'sqlite')(
+      'keeps one acquire per job while it hangs, and sends one more after ten acquireTimeouts',
+      async () => {
+        const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 100 });
+        const job = { name: 'one-at-a-time', lockAtMostFor: '1m' };
+        await guard.run(job, () => 1);
+        const raw = await holdLockRows(target, url, prefix);
+        try {
+          const sent = performance.now();
+          const message = async (): Promise<string> => {
+            const result = await guard.run(job, () => 'ran');
+            if (result.executed || result.reason !== 'error') throw new Error(`expected an error skip, got ${JSON.stringify(result)}`);
+            expect(result.error.code).toBe('ACQUIRE_TIMEOUT');
+            return result.error.message;
+          };
+          expect(await message()).toMatch(/took over 100 ms/);
+          // The first acquire still waits on the row: the next run sends nothing.
+          expect(await message()).toMatch(/has still not answered/);
+          // Ten acquireTimeouts on, it may never answer: one fresh acquire goes out.
+          await sleep(sent + 1_050 - performance.now());
+          expect(await message()).toMatch(/took over 100 ms/);
+        } finally {
+          await raw.exec('COMMIT');
+          await raw.close();
+        }
+      },
+    );
 
     it.skipIf(target.name !== 'postgres')('puts its tables in the schema of a schema-qualified tablePrefix', async () => {
       const schema = `s${uniquePrefix()}`.slice(0, 30).replace(/_$/, '');
@@ -249,7 +272,10 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       let release!: () => void;
       const holding = guard.run({ ...job, slot: new Date(next.getTime() + 1_000) }, () => new Promise<void>((r) => (release = r)));
       await expect.poll(() => release).toBeTypeOf('function');
-      expect(await late.run({ ...job, slot: new Date(next.getTime() + 2_000) }, () => 'x')).toEqual({ executed: false, reason: 'locked' });
+      expect(await late.run({ ...job, slot: new Date(next.getTime() + 2_000) }, () => 'x')).toEqual({
+        executed: false,
+        reason: 'locked',
+      });
       release();
       await holding;
       // Runs may start in the same millisecond, so compare the slots as a set.

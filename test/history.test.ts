@@ -16,7 +16,14 @@ describe.each(dialectTargets())('history on $name', (target) => {
       expect(next).toBeUndefined();
       expect(runs).toHaveLength(1);
       const run = runs[0];
-      expect(run).toMatchObject({ job: 'ok', status: 'succeeded', lockedBy: 'replica-a', overran: false, error: null, slot: null });
+      expect(run).toMatchObject({
+        job: 'ok',
+        status: 'succeeded',
+        lockedBy: 'replica-a',
+        overran: false,
+        error: null,
+        slot: null,
+      });
       expect(run?.id).toMatch(/^[0-9a-f-]{36}$/);
       expect(run?.durationMs).toBeGreaterThanOrEqual(100);
       expect(run?.durationMs).toBeLessThan(5_000);
@@ -64,9 +71,15 @@ describe.each(dialectTargets())('history on $name', (target) => {
       doomed.child.kill('SIGKILL');
       await doomed.exited;
       expect((await guard.history({ job: 'crash' })).runs.map((run) => run.status)).toEqual(['running']);
-      expect(await guard.run({ name: 'crash', lockAtMostFor: '1m' }, () => 'early')).toEqual({ executed: false, reason: 'locked' });
+      expect(await guard.run({ name: 'crash', lockAtMostFor: '1m' }, () => 'early')).toEqual({
+        executed: false,
+        reason: 'locked',
+      });
       await sleep(1_100);
-      expect(await guard.run({ name: 'crash', lockAtMostFor: '1m' }, () => 'recovered')).toEqual({ executed: true, value: 'recovered' });
+      expect(await guard.run({ name: 'crash', lockAtMostFor: '1m' }, () => 'recovered')).toEqual({
+        executed: true,
+        value: 'recovered',
+      });
       const { runs } = await guard.history({ job: 'crash' });
       expect(runs.map((run) => [run.status, run.lockedBy.startsWith('doomed-')])).toEqual([
         ['succeeded', false],
@@ -129,7 +142,7 @@ describe.each(dialectTargets())('history on $name', (target) => {
       await holding;
     });
 
-    it('prunes by historyRetention after a run, at most once an hour, keeping each job\'s newest run', async () => {
+    it("prunes by historyRetention after a run, at most once an hour, keeping each job's newest run", async () => {
       const { guard: writer, url, prefix } = await migratedGuard(target);
       for (const name of ['x', 'x', 'x', 'y', 'y']) await writer.run({ name, lockAtMostFor: '1m' }, () => 1);
       await sleep(150);
@@ -177,16 +190,25 @@ describe.each(dialectTargets())('history on $name', (target) => {
       const other = guardOn(url, prefix, { lockedBy: 'with-history' }).guard;
       // A win with an extend, twice (the second through the hinted take), and a failing run.
       for (let i = 0; i < 2; i += 1) {
-        expect(await guard.run({ name: 'quiet', lockAtMostFor: '1m' }, (ctx) => ctx.extend('2m'))).toEqual({ executed: true, value: true });
+        expect(await guard.run({ name: 'quiet', lockAtMostFor: '1m' }, (ctx) => ctx.extend('2m'))).toEqual({
+          executed: true,
+          value: true,
+        });
       }
       await expect(guard.run({ name: 'quiet', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no')))).rejects.toThrow('no');
       // Released each time: another replica takes it at once, and a held lock still skips.
       expect((await other.run({ name: 'quiet', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 'other')).executed).toBe(true);
-      expect(await guard.run({ name: 'quiet', lockAtMostFor: '1m' }, () => 'again')).toEqual({ executed: false, reason: 'locked' });
+      expect(await guard.run({ name: 'quiet', lockAtMostFor: '1m' }, () => 'again')).toEqual({
+        executed: false,
+        reason: 'locked',
+      });
       // Slots still dedupe: they live in the lock row.
       const slot = new Date('2026-11-29T12:00:00.000Z');
       expect((await guard.run({ name: 'quiet-slot', lockAtMostFor: '1m', slot }, () => 1)).executed).toBe(true);
-      expect(await other.run({ name: 'quiet-slot', lockAtMostFor: '1m', slot }, () => 2)).toEqual({ executed: false, reason: 'slot-done' });
+      expect(await other.run({ name: 'quiet-slot', lockAtMostFor: '1m', slot }, () => 2)).toEqual({
+        executed: false,
+        reason: 'slot-done',
+      });
       // A lost lock is still reported: the release matches no row.
       const late = guard.run({ name: 'quiet-lost', lockAtMostFor: '300ms' }, () => sleep(700));
       await sleep(400);

@@ -50,7 +50,14 @@ describe.skipIf(serverUrl === null).each(['repeatable read', 'serializable'])(
         await guard.migrate();
         await guard.close();
         const workers = Array.from({ length: PROCESSES }, () =>
-          startWorker<RaceMessage>('race-worker.ts', [url, prefix, String(ROUNDS), String(INTERVAL_MS), String(LOCK_AT_LEAST_FOR_MS), 'slots']),
+          startWorker<RaceMessage>('race-worker.ts', [
+            url,
+            prefix,
+            String(ROUNDS),
+            String(INTERVAL_MS),
+            String(LOCK_AT_LEAST_FOR_MS),
+            'slots',
+          ]),
         );
         await Promise.all(workers.map((worker) => worker.next('ready')));
         const startAt = Date.now() + 300;
@@ -60,7 +67,10 @@ describe.skipIf(serverUrl === null).each(['repeatable read', 'serializable'])(
         expect(all.filter((result) => !result.executed && result.reason !== 'locked' && result.reason !== 'slot-done')).toEqual([]);
         expect(reports.flatMap((report) => report.errors)).toEqual([]);
         for (let round = 0; round < ROUNDS; round += 1) {
-          expect(all.filter((result) => result.round === round && result.executed), `round ${round}: ${JSON.stringify(all.filter((result) => result.round === round))}`).toHaveLength(1);
+          expect(
+            all.filter((result) => result.round === round && result.executed),
+            `round ${round}: ${JSON.stringify(all.filter((result) => result.round === round))}`,
+          ).toHaveLength(1);
         }
       } finally {
         await admin.exec(`DROP DATABASE ${database} WITH (FORCE)`);

@@ -32,27 +32,30 @@ type LateReleaseMessage = { type: 'ended'; at: number } | { type: 'settled'; err
 
 describe.each(dialectTargets())('job errors on $name', (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
-    it.each(HOSTILE_VALUES)('a job that throws $kind: lock given back at once, storable history, rejects with the very value', async (hostile) => {
-      const { guard } = await migratedGuard(target);
-      const job = { name: 'hostile', lockAtMostFor: '1m' };
-      const runIds: string[] = [];
-      guard.on('acquired', ({ runId }) => void runIds.push(runId));
-      const thrown = hostile.make();
-      const settled = await settle(
-        guard.run(job, () => {
-          throw thrown;
-        }),
-      );
-      expect(settled.rejected).toBe(true);
-      // Not toBe: a failing toBe would try to print a revoked Proxy.
-      expect(settled.value === thrown, 'rejected with exactly the thrown value').toBe(true);
-      // The lock is free at once: the next run executes (a lock left held would skip it for a minute).
-      expect(await guard.run(job, () => 'next')).toEqual({ executed: true, value: 'next' });
-      const failed = (await guard.history({ job: 'hostile' })).runs.find((run) => run.id === runIds[0]);
-      expect(failed?.status).toBe('failed');
-      expect(isStorable(failed?.error), `stored ${JSON.stringify(failed?.error)}`).toBe(true);
-      if (hostile.storedAs !== undefined) expect(failed?.error).toBe(hostile.storedAs);
-    });
+    it.each(HOSTILE_VALUES)(
+      'a job that throws $kind: lock given back at once, storable history, rejects with the very value',
+      async (hostile) => {
+        const { guard } = await migratedGuard(target);
+        const job = { name: 'hostile', lockAtMostFor: '1m' };
+        const runIds: string[] = [];
+        guard.on('acquired', ({ runId }) => void runIds.push(runId));
+        const thrown = hostile.make();
+        const settled = await settle(
+          guard.run(job, () => {
+            throw thrown;
+          }),
+        );
+        expect(settled.rejected).toBe(true);
+        // Not toBe: a failing toBe would try to print a revoked Proxy.
+        expect(settled.value === thrown, 'rejected with exactly the thrown value').toBe(true);
+        // The lock is free at once: the next run executes (a lock left held would skip it for a minute).
+        expect(await guard.run(job, () => 'next')).toEqual({ executed: true, value: 'next' });
+        const failed = (await guard.history({ job: 'hostile' })).runs.find((run) => run.id === runIds[0]);
+        expect(failed?.status).toBe('failed');
+        expect(isStorable(failed?.error), `stored ${JSON.stringify(failed?.error)}`).toBe(true);
+        if (hostile.storedAs !== undefined) expect(failed?.error).toBe(hostile.storedAs);
+      },
+    );
 
     it('gives the lock back when the history cannot store the error text (a column changed by hand)', async () => {
       const { guard, url, prefix, logger } = await migratedGuard(target);
@@ -89,7 +92,10 @@ describe.each(dialectTargets())('job errors on $name', (target) => {
         );
       };
       // One job read its signal while it ran, one never did; one returned, one threw.
-      expect(await guard.run({ name: 'returns', lockAtMostFor: '1m' }, (ctx) => void leave(ctx, true))).toEqual({ executed: true, value: undefined });
+      expect(await guard.run({ name: 'returns', lockAtMostFor: '1m' }, (ctx) => void leave(ctx, true))).toEqual({
+        executed: true,
+        value: undefined,
+      });
       const thrown = new Error('failed, leaving work behind');
       await expect(
         guard.run({ name: 'throws', lockAtMostFor: '1m' }, (ctx) => {
@@ -109,7 +115,7 @@ describe.each(dialectTargets())('job errors on $name', (target) => {
       expect(heardAbort).toMatchObject({ code: 'EXECUTION_ENDED' });
     });
 
-    it('records a job that stops on shutdown with the signal\'s reason as cancelled, not failed; doctor does not count it', async () => {
+    it("records a job that stops on shutdown with the signal's reason as cancelled, not failed; doctor does not count it", async () => {
       const { guard, url, prefix } = await migratedGuard(target);
       const events: string[] = [];
       guard.on('failed', () => void events.push('failed'));
@@ -131,13 +137,19 @@ describe.each(dialectTargets())('job errors on $name', (target) => {
       expect(events).toEqual(['cancelled SHUTDOWN']);
       const reader = guardOn(url, prefix).guard;
       const [record] = (await reader.history({ job: 'stopped' })).runs;
-      expect(record).toMatchObject({ status: 'cancelled', error: 'The guard is shutting down: job "stopped" should stop' });
+      expect(record).toMatchObject({
+        status: 'cancelled',
+        error: 'The guard is shutting down: job "stopped" should stop',
+      });
       expect((await reader.history({ status: 'cancelled' })).runs).toHaveLength(1);
       expect(await reader.doctor()).toMatchObject([{ job: 'stopped', runs: 1, failed: 0, cancelled: 1, problems: [] }]);
-      expect(await reader.run({ name: 'stopped', lockAtMostFor: '1m' }, () => 'next')).toEqual({ executed: true, value: 'next' });
+      expect(await reader.run({ name: 'stopped', lockAtMostFor: '1m' }, () => 'next')).toEqual({
+        executed: true,
+        value: 'next',
+      });
     });
 
-    it('records a job that stops at its deadline by throwing the signal\'s reason as cancelled; its own error stays failed', async () => {
+    it("records a job that stops at its deadline by throwing the signal's reason as cancelled; its own error stays failed", async () => {
       const { guard } = await migratedGuard(target);
       const reasons: string[] = [];
       guard.on('cancelled', ({ reason }) => void reasons.push(reason.code));
@@ -170,7 +182,7 @@ describe.each(dialectTargets())('job errors on $name', (target) => {
       );
     });
 
-    it('sends a scheduled job\'s errors to the guard\'s logger and events, never to node-cron\'s console', async () => {
+    it("sends a scheduled job's errors to the guard's logger and events, never to node-cron's console", async () => {
       const consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
       try {
         const { guard, logger } = await migratedGuard(target);
@@ -195,7 +207,7 @@ describe.each(dialectTargets())('job errors on $name', (target) => {
       }
     });
 
-    it('logs a scheduled job that stops on shutdown with its signal\'s reason as a warning, and records it cancelled', async () => {
+    it("logs a scheduled job that stops on shutdown with its signal's reason as a warning, and records it cancelled", async () => {
       const consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
       try {
         const { guard, url, prefix, logger } = await migratedGuard(target);

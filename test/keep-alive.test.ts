@@ -6,7 +6,7 @@ import { dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
 
-describe.each(dialectTargets())('the job\'s safety tools on $name', (target) => {
+describe.each(dialectTargets())("the job's safety tools on $name", (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
     it('keep-alive keeps a job that runs 3× lockAtMostFor exclusive against a contender trying every 100 ms', async () => {
       const { guard, url, prefix } = await migratedGuard(target);
@@ -84,44 +84,48 @@ describe.each(dialectTargets())('the job\'s safety tools on $name', (target) => 
       ]);
     });
 
-    it.skipIf(target.name !== 'sqlite')('fires the signal before the lock expires while another run of this process waits for the write lock', async () => {
-      // acquireTimeout is SQLite's busy timeout: better-sqlite3 waits for another connection's write
-      // lock synchronously, and no timer fires meanwhile. A 3 s wait would hold the signal (due at
-      // 0.6 s) past the lock's expiry (1.2 s): the wait is cut at the deadline instead.
-      const { guard, url } = await migratedGuard(target, { acquireTimeout: '3s' });
-      const writer = await openRaw('sqlite', url);
-      let firedAt = 0;
-      let expiresAt = 0;
-      const watched = guard.run({ name: 'watched', lockAtMostFor: 1_200 }, async (ctx) => {
-        expiresAt = ctx.lockExpiresAt;
-        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
-        firedAt = performance.now();
-        return (ctx.signal.reason as GuardError).code;
-      });
-      await sleep(50);
-      await writer.exec('BEGIN IMMEDIATE');
-      const other = await guard.run({ name: 'other', lockAtMostFor: '1m' }, () => 'ran');
-      await writer.exec('COMMIT');
-      expect(await watched).toEqual({ executed: true, value: 'DEADLINE' });
-      expect(firedAt).toBeLessThan(expiresAt);
-      // The waiting acquire gave up at the deadline, as a lock-wait timeout.
-      expect(other).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
-      // With no deadline ahead, a wait lasts the whole acquireTimeout again.
-      await writer.exec('BEGIN IMMEDIATE');
-      const waitStarted = performance.now();
-      const alone = await guard.run({ name: 'other', lockAtMostFor: '1m' }, () => 'ran');
-      const waited = performance.now() - waitStarted;
-      await writer.exec('COMMIT');
-      await writer.close();
-      expect(alone).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
-      expect(waited).toBeGreaterThanOrEqual(2_900);
-    });
+    it.skipIf(target.name !== 'sqlite')(
+      'fires the signal before the lock expires while another run of this process waits for the write lock',
+      async () => {
+        // acquireTimeout is SQLite's busy timeout: better-sqlite3 waits for another connection's write
+        // lock synchronously, and no timer fires meanwhile. A 3 s wait would hold the signal (due at
+        // 0.6 s) past the lock's expiry (1.2 s): the wait is cut at the deadline instead.
+        const { guard, url } = await migratedGuard(target, { acquireTimeout: '3s' });
+        const writer = await openRaw('sqlite', url);
+        let firedAt = 0;
+        let expiresAt = 0;
+        const watched = guard.run({ name: 'watched', lockAtMostFor: 1_200 }, async (ctx) => {
+          expiresAt = ctx.lockExpiresAt;
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+          firedAt = performance.now();
+          return (ctx.signal.reason as GuardError).code;
+        });
+        await sleep(50);
+        await writer.exec('BEGIN IMMEDIATE');
+        const other = await guard.run({ name: 'other', lockAtMostFor: '1m' }, () => 'ran');
+        await writer.exec('COMMIT');
+        expect(await watched).toEqual({ executed: true, value: 'DEADLINE' });
+        expect(firedAt).toBeLessThan(expiresAt);
+        // The waiting acquire gave up at the deadline, as a lock-wait timeout.
+        expect(other).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
+        // With no deadline ahead, a wait lasts the whole acquireTimeout again.
+        await writer.exec('BEGIN IMMEDIATE');
+        const waitStarted = performance.now();
+        const alone = await guard.run({ name: 'other', lockAtMostFor: '1m' }, () => 'ran');
+        const waited = performance.now() - waitStarted;
+        await writer.exec('COMMIT');
+        await writer.close();
+        expect(alone).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
+        expect(waited).toBeGreaterThanOrEqual(2_900);
+      },
+    );
 
     it('extends by hand, moves the deadline, and aborts with LOCK_LOST when the lock was taken', async () => {
       const { guard, url, prefix, logger } = await migratedGuard(target);
       const events: string[] = [];
       const record = (name: keyof GuardEventMap) => () => void events.push(name);
-      for (const name of ['acquired', 'skipped', 'succeeded', 'failed', 'released', 'lock-lost', 'overran'] as const) guard.on(name, record(name));
+      for (const name of ['acquired', 'skipped', 'succeeded', 'failed', 'released', 'lock-lost', 'overran'] as const)
+        guard.on(name, record(name));
       const result = await guard.run({ name: 'by-hand', lockAtMostFor: 2_000 }, async (ctx) => {
         const before = ctx.lockExpiresAt;
         await sleep(50);
@@ -145,7 +149,10 @@ describe.each(dialectTargets())('the job\'s safety tools on $name', (target) => 
       expect(events).toContain('lock-lost');
       expect(logger.warnings.join('\n')).toMatch(/lost its lock at an extend/);
       expect(events.slice(0, 3)).toEqual(['acquired', 'succeeded', 'released']);
-      expect(await guard.run({ name: 'stolen', lockAtMostFor: '1m' }, () => 2)).toEqual({ executed: false, reason: 'locked' });
+      expect(await guard.run({ name: 'stolen', lockAtMostFor: '1m' }, () => 2)).toEqual({
+        executed: false,
+        reason: 'locked',
+      });
       expect(events.at(-1)).toBe('skipped');
     });
   });

@@ -23,11 +23,19 @@ describe.skipIf(mysqlTarget?.serverUrl === null || mysqlTarget === undefined)('M
       expect(skipped).toMatchObject({ executed: false, reason: 'error' });
       // The server ends the waiting take by itself (innodb_lock_wait_timeout = 1 s), not after 50 s.
       const waiting = `SELECT COUNT(*) AS n FROM information_schema.processlist WHERE info LIKE 'UPDATE \`${prefix}locks\`%'`;
-      await expect.poll(async () => Number((await watcher.query<{ n: number }>(waiting))[0]?.n), { timeout: 15_000, interval: 200 }).toBe(0);
+      await expect
+        .poll(async () => Number((await watcher.query<{ n: number }>(waiting))[0]?.n), {
+          timeout: 15_000,
+          interval: 200,
+        })
+        .toBe(0);
       await holder.query('COMMIT');
       // Nothing took the row once it was free: the take gave up, it did not wait for the commit.
       expect(await watcher.query(snapshot)).toEqual(before);
-      expect(await guard.run({ name: 'blocked', lockAtMostFor: '1m' }, () => 2)).toEqual({ executed: true, value: 2 });
+      expect(await guard.run({ name: 'blocked', lockAtMostFor: '1m' }, () => 2)).toEqual({
+        executed: true,
+        value: 2,
+      });
     } finally {
       await holder.query('ROLLBACK').catch(() => undefined);
       await holder.close();

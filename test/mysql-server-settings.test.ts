@@ -48,10 +48,16 @@ async function lockRows(prefix: string, except: readonly string[] = []): Promise
 function holdLocks(run: (name: string, job: () => Promise<void>) => Promise<unknown>, names: readonly string[]) {
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  const started = names.map((name) => new Promise<void>((resolve) => void run(name, async () => {
-    resolve();
-    await gate;
-  })));
+  const started = names.map(
+    (name) =>
+      new Promise<void>(
+        (resolve) =>
+          void run(name, async () => {
+            resolve();
+            await gate;
+          }),
+      ),
+  );
   return { started: Promise.all(started), release };
 }
 
@@ -70,7 +76,9 @@ const inputs: { kind: string; options: () => Pick<GuardOptions, 'database'> & { 
   {
     kind: 'a Kysely instance passed in',
     options: () => {
-      const db = new Kysely<unknown>({ dialect: new MysqlDialect({ pool: mysql.createPool({ uri: url(), connectionLimit: 4 }) }) });
+      const db = new Kysely<unknown>({
+        dialect: new MysqlDialect({ pool: mysql.createPool({ uri: url(), connectionLimit: 4 }) }),
+      });
       return { database: db, end: () => db.destroy() };
     },
   },
@@ -82,7 +90,11 @@ describe.skipIf(findMariadbd() === undefined && process.env['CI'] === undefined)
       const prefix = uniquePrefix();
       const { end, ...database } = options();
       try {
-        const guard = createGuard({ ...database, tablePrefix: prefix, logger: { warn: () => undefined, error: () => undefined } });
+        const guard = createGuard({
+          ...database,
+          tablePrefix: prefix,
+          logger: { warn: () => undefined, error: () => undefined },
+        });
         try {
           await guard.migrate();
           const held = holdLocks((name, job) => guard.run({ name, lockAtMostFor: '5m' }, job), VICTIMS);
@@ -93,7 +105,10 @@ describe.skipIf(findMariadbd() === undefined && process.env['CI'] === undefined)
           for (const name of HOSTILE_NAMES) {
             // Not locked: nothing to free, and no other job's lock freed either.
             expect(await guard.unlock(name), JSON.stringify(name)).toBe(false);
-            expect(await guard.run({ name, lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => name)).toEqual({ executed: true, value: name });
+            expect(await guard.run({ name, lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => name)).toEqual({
+              executed: true,
+              value: name,
+            });
           }
           // Their own rows, byte-exact; the victims' rows untouched.
           expect(await lockRows(prefix, HOSTILE_NAMES)).toEqual(victimsBefore);
@@ -109,7 +124,12 @@ describe.skipIf(findMariadbd() === undefined && process.env['CI'] === undefined)
             expect(runs.map((run) => [run.job, run.status])).toEqual([[name, 'succeeded']]);
           }
           expect(await lockRows(prefix, HOSTILE_NAMES)).toEqual(victimsBefore);
-          expect((await guard.locks()).filter((lock) => lock.state === 'held').map((lock) => lock.name).sort()).toEqual([...VICTIMS].sort());
+          expect(
+            (await guard.locks())
+              .filter((lock) => lock.state === 'held')
+              .map((lock) => lock.name)
+              .sort(),
+          ).toEqual([...VICTIMS].sort());
           // Prune and doctor work on these tables (their values are bound too).
           expect(await guard.prune('1d')).toBe(0);
           expect((await guard.doctor()).map((job) => job.job).sort()).toEqual([...VICTIMS, ...HOSTILE_NAMES].sort());
@@ -132,7 +152,9 @@ describe.skipIf(findMariadbd() === undefined && process.env['CI'] === undefined)
     const before = await lockRows(prefix);
     const hostile = "x' OR 1=1 -- ";
     const cli = (args: string[]) =>
-      promisify(execFile)(process.execPath, [bin, ...args, '--database', url(), '--table-prefix', prefix], { env: { ...process.env, CRONGUARD_DATABASE_URL: '' } }).then(
+      promisify(execFile)(process.execPath, [bin, ...args, '--database', url(), '--table-prefix', prefix], {
+        env: { ...process.env, CRONGUARD_DATABASE_URL: '' },
+      }).then(
         ({ stdout }) => stdout,
         (error: { stdout: string; stderr: string }) => `${error.stdout}${error.stderr}`,
       );
@@ -150,10 +172,16 @@ describe.skipIf(findMariadbd() === undefined && process.env['CI'] === undefined)
       try {
         const prefix = uniquePrefix();
         await guardOn(url(), prefix).guard.migrate();
-        const outcome = await slotRace(url(), prefix, [...HOSTILE_NAMES, ...Array.from({ length: 8 }, (_, index) => `job-${index}`)], { rounds: 6 });
+        const outcome = await slotRace(url(), prefix, [...HOSTILE_NAMES, ...Array.from({ length: 8 }, (_, index) => `job-${index}`)], {
+          rounds: 6,
+        });
         expect(outcome.firstErrors).toEqual([]);
         expect(outcome.logged).toEqual([]);
-        expect({ duplicates: outcome.duplicates, unrun: outcome.unrun, errorSkips: outcome.errorSkips }).toEqual({ duplicates: 0, unrun: 0, errorSkips: 0 });
+        expect({ duplicates: outcome.duplicates, unrun: outcome.unrun, errorSkips: outcome.errorSkips }).toEqual({
+          duplicates: 0,
+          unrun: 0,
+          errorSkips: 0,
+        });
       } finally {
         await raw.exec('SET GLOBAL TRANSACTION ISOLATION LEVEL REPEATABLE READ');
       }

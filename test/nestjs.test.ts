@@ -14,7 +14,10 @@ import { assertBuilt, describeResult, repoRoot, runProcess, type ProcessResult }
 /** A Nest LoggerService that keeps what it is told. */
 function recordingNestLogger(): LoggerService & { lines: string[] } {
   const lines: string[] = [];
-  const keep = (level: string) => (message: unknown, ...rest: unknown[]) => void lines.push(`${level} [${String(rest.at(-1))}] ${String(message)}`);
+  const keep =
+    (level: string) =>
+    (message: unknown, ...rest: unknown[]) =>
+      void lines.push(`${level} [${String(rest.at(-1))}] ${String(message)}`);
   return { lines, log: keep('log'), warn: keep('warn'), error: keep('error') };
 }
 
@@ -31,7 +34,10 @@ describe.each(dialectTargets())('CronguardModule on $name', (target) => {
       expect(guard).toBeInstanceOf(Guard);
       expect(guard.dialect).toBe(target.name);
       // Migrated: the tables exist.
-      expect(await guard.run({ name: 'nest.job', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+      expect(await guard.run({ name: 'nest.job', lockAtMostFor: '1m' }, () => 'ran')).toEqual({
+        executed: true,
+        value: 'ran',
+      });
       // Nest's Logger is the guard's logger, context 'Cronguard'.
       guard.guarded({ name: 'nest.unslotted', lockAtMostFor: '1m' });
       expect(logger.lines.filter((line) => line.startsWith('warn'))).toEqual([
@@ -47,12 +53,19 @@ describe.each(dialectTargets())('CronguardModule on $name', (target) => {
       const url = databaseUrl(target);
       // eslint-disable-next-line @typescript-eslint/no-extraneous-class -- a Nest module is a class
       class ConfigModule {}
-      const config = { module: ConfigModule, providers: [{ provide: 'CONFIG', useValue: { url, prefix } }], exports: ['CONFIG'] };
+      const config = {
+        module: ConfigModule,
+        providers: [{ provide: 'CONFIG', useValue: { url, prefix } }],
+        exports: ['CONFIG'],
+      };
       const app = await NestFactory.createApplicationContext(
         CronguardModule.forRootAsync({
           imports: [config],
           inject: ['CONFIG'],
-          useFactory: async (settings: { url: string; prefix: string }) => ({ database: settings.url, tablePrefix: settings.prefix }),
+          useFactory: async (settings: { url: string; prefix: string }) => ({
+            database: settings.url,
+            tablePrefix: settings.prefix,
+          }),
         }),
         { logger: false },
       );
@@ -114,40 +127,57 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
   }, 180_000);
   afterAll(() => rmSync(join(fixture, 'node_modules'), { recursive: true, force: true }));
 
-  it.each(scenarios)('$title: every second runs exactly once', async ({ scenario }) => {
-    expect(tscResult.code, describeResult('tsc', tscResult)).toBe(0);
-    const targets = dialectTargets().filter((target): target is DialectTarget => target.serverUrl !== null);
-    const results = await Promise.all(
-      targets.map(async (target) => {
-        const url = databaseUrl(target);
-        const prefix = uniquePrefix();
-        const replicas = await Promise.all(
-          [1, 2].map(() => runProcess(process.execPath, [join(fixture, 'out', 'app.js'), url, prefix, scenario, String(RUN_FOR_MS)], fixture, 90_000)),
-        );
-        return { target: target.name, replicas };
-      }),
-    );
-    for (const { target, replicas } of results) {
-      for (const replica of replicas) {
-        expect(replica.code, describeResult(`${target} replica`, replica)).toBe(0);
-        // @nestjs/schedule's cron library says so when a busy machine fires a timer late; nothing else.
-        expect(replica.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('[Cron] Missed execution deadline by ')), target).toEqual([]);
-        // Only the job's lines: no warning (the job has its slot), no error.
-        expect(replica.stdout.trim().split('\n').filter((line) => !/^(RAN|DONE) /.test(line)), target).toEqual([]);
-      }
-      const slots = replicas.flatMap((replica) =>
-        replica.stdout.split('\n').flatMap((line) => (line.startsWith('RAN ') ? [(JSON.parse(line.slice(4)) as { slot: string | null }).slot] : [])),
+  it.each(scenarios)(
+    '$title: every second runs exactly once',
+    async ({ scenario }) => {
+      expect(tscResult.code, describeResult('tsc', tscResult)).toBe(0);
+      const targets = dialectTargets().filter((target): target is DialectTarget => target.serverUrl !== null);
+      const results = await Promise.all(
+        targets.map(async (target) => {
+          const url = databaseUrl(target);
+          const prefix = uniquePrefix();
+          const replicas = await Promise.all(
+            [1, 2].map(() =>
+              runProcess(process.execPath, [join(fixture, 'out', 'app.js'), url, prefix, scenario, String(RUN_FOR_MS)], fixture, 90_000),
+            ),
+          );
+          return { target: target.name, replicas };
+        }),
       );
-      expect(slots, target).not.toContain(null);
-      const times = [...new Set(slots as string[])].map((slot) => Date.parse(slot)).sort((a, b) => a - b);
-      expect(slots.length, `${target}: duplicates in ${slots.join(', ')}`).toBe(times.length);
-      const first = times[0] ?? 0;
-      const last = times.at(-1) ?? 0;
-      const missing: string[] = [];
-      for (let t = first + 1_000; t < last; t += 1_000) if (!times.includes(t)) missing.push(new Date(t).toISOString());
-      // Both replicas' timers would have to miss the same second (a stalled machine) to leave one unrun.
-      expect(missing.length, `${target}: missing ${missing.join(', ')}`).toBeLessThanOrEqual(1);
-      expect(last - first, target).toBeGreaterThanOrEqual(6_000);
-    }
-  }, 120_000);
+      for (const { target, replicas } of results) {
+        for (const replica of replicas) {
+          expect(replica.code, describeResult(`${target} replica`, replica)).toBe(0);
+          // @nestjs/schedule's cron library says so when a busy machine fires a timer late; nothing else.
+          expect(
+            replica.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('[Cron] Missed execution deadline by ')),
+            target,
+          ).toEqual([]);
+          // Only the job's lines: no warning (the job has its slot), no error.
+          expect(
+            replica.stdout
+              .trim()
+              .split('\n')
+              .filter((line) => !/^(RAN|DONE) /.test(line)),
+            target,
+          ).toEqual([]);
+        }
+        const slots = replicas.flatMap((replica) =>
+          replica.stdout
+            .split('\n')
+            .flatMap((line) => (line.startsWith('RAN ') ? [(JSON.parse(line.slice(4)) as { slot: string | null }).slot] : [])),
+        );
+        expect(slots, target).not.toContain(null);
+        const times = [...new Set(slots as string[])].map((slot) => Date.parse(slot)).sort((a, b) => a - b);
+        expect(slots.length, `${target}: duplicates in ${slots.join(', ')}`).toBe(times.length);
+        const first = times[0] ?? 0;
+        const last = times.at(-1) ?? 0;
+        const missing: string[] = [];
+        for (let t = first + 1_000; t < last; t += 1_000) if (!times.includes(t)) missing.push(new Date(t).toISOString());
+        // Both replicas' timers would have to miss the same second (a stalled machine) to leave one unrun.
+        expect(missing.length, `${target}: missing ${missing.join(', ')}`).toBeLessThanOrEqual(1);
+        expect(last - first, target).toBeGreaterThanOrEqual(6_000);
+      }
+    },
+    120_000,
+  );
 });

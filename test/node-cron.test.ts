@@ -25,7 +25,14 @@ async function startReplicas(
   const prefix = uniquePrefix();
   await guardOn(url, prefix).guard.migrate();
   const replicas = specs.map((spec) =>
-    startWorker<ReplicaMessage>('cron-replica.ts', [url, prefix, spec.mode, String(spec.durationMs), String(spec.lateMs ?? 0), String(runForMs)]),
+    startWorker<ReplicaMessage>('cron-replica.ts', [
+      url,
+      prefix,
+      spec.mode,
+      String(spec.durationMs),
+      String(spec.lateMs ?? 0),
+      String(runForMs),
+    ]),
   );
   await Promise.all(replicas.map((replica) => replica.next('ready')));
   return { url, prefix, replicas };
@@ -72,7 +79,11 @@ describe('guard.schedule options', () => {
     const guard = createGuard({ database: 'sqlite::memory:' });
     await guard.shutdown();
     expect(() => guard.schedule('* * * * *', { name: 'late', lockAtMostFor: '1m' }, () => 1)).toThrow(
-      expect.objectContaining({ name: 'GuardError', code: 'GUARD_CLOSED', message: 'The guard is shut down; job "late" was not scheduled' }),
+      expect.objectContaining({
+        name: 'GuardError',
+        code: 'GUARD_CLOSED',
+        message: 'The guard is shut down; job "late" was not scheduled',
+      }),
     );
   });
 });
@@ -135,9 +146,15 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
       // Wait for a run to start, then stop its replica in the middle of it.
       let started: Extract<ReplicaMessage, { type: 'started' }> | undefined;
       await expect
-        .poll(() => (started = replicas.flatMap((r) => r.received).find((m): m is Extract<ReplicaMessage, { type: 'started' }> => m.type === 'started')), {
-          timeout: 10_000,
-        })
+        .poll(
+          () =>
+            (started = replicas
+              .flatMap((r) => r.received)
+              .find((m): m is Extract<ReplicaMessage, { type: 'started' }> => m.type === 'started')),
+          {
+            timeout: 10_000,
+          },
+        )
         .toBeDefined();
       const victim = replicas.find((replica) => replica.child.pid === started?.pid);
       const survivor = replicas.find((replica) => replica !== victim);

@@ -18,12 +18,18 @@ class AsyncLocalContextManager implements ContextManager {
   active(): Context {
     return this.#storage.getStore() ?? ROOT_CONTEXT;
   }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(active: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    active: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     return this.#storage.run(active, () => fn.call(thisArg, ...args));
   }
   bind<T>(active: Context, target: T): T {
     if (typeof target !== 'function') return target;
-    const run = (self: unknown, args: unknown[]): unknown => this.with(active, () => (target as (...a: unknown[]) => unknown).apply(self, args));
+    const run = (self: unknown, args: unknown[]): unknown =>
+      this.with(active, () => (target as (...a: unknown[]) => unknown).apply(self, args));
     return function bound(this: unknown, ...args: unknown[]) {
       return run(this, args);
     } as T;
@@ -65,13 +71,14 @@ it('reports a span per execution and metrics by outcome, skip reason and start d
     const { resourceMetrics } = await reader.collect();
     const all = resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics);
     const points = (name: string) => all.find((metric) => metric.descriptor.name === name)?.dataPoints ?? [];
-    const byAttributes = (name: string) =>
-      Object.fromEntries(points(name).map((point) => [JSON.stringify(point.attributes), point.value]));
+    const byAttributes = (name: string) => Object.fromEntries(points(name).map((point) => [JSON.stringify(point.attributes), point.value]));
     expect(byAttributes('cronguard.executions')).toEqual({
       [JSON.stringify({ 'cronguard.job': 'measured', 'cronguard.outcome': 'succeeded' })]: 1,
       [JSON.stringify({ 'cronguard.job': 'broken', 'cronguard.outcome': 'failed' })]: 1,
     });
-    expect(byAttributes('cronguard.skips')).toEqual({ [JSON.stringify({ 'cronguard.job': 'measured', 'cronguard.reason': 'locked' })]: 1 });
+    expect(byAttributes('cronguard.skips')).toEqual({
+      [JSON.stringify({ 'cronguard.job': 'measured', 'cronguard.reason': 'locked' })]: 1,
+    });
     const delay = points('cronguard.start_delay')[0]?.value as { count: number; sum: number } | undefined;
     expect(delay?.count).toBe(1);
     expect(delay?.sum).toBeGreaterThanOrEqual(250);
@@ -84,7 +91,7 @@ it('reports a span per execution and metrics by outcome, skip reason and start d
   }
 });
 
-it('runs the job in its span\'s context, counts cancelled runs apart, and ends the span of a coordinator fire that never completed', async () => {
+it("runs the job in its span's context, counts cancelled runs apart, and ends the span of a coordinator fire that never completed", async () => {
   const spans = new InMemorySpanExporter();
   context.setGlobalContextManager(new AsyncLocalContextManager());
   trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }));
@@ -114,7 +121,9 @@ it('runs the job in its span\'s context, counts cancelled runs apart, and ends t
     const { proxy, revoke } = Proxy.revocable({}, {});
     revoke();
     let rejectedWith: unknown;
-    await guard.run({ name: 'hostile', lockAtMostFor: '1m' }, () => Promise.reject(proxy)).catch((error: unknown) => void (rejectedWith = error));
+    await guard
+      .run({ name: 'hostile', lockAtMostFor: '1m' }, () => Promise.reject(proxy))
+      .catch((error: unknown) => void (rejectedWith = error));
     expect(rejectedWith === proxy).toBe(true);
     expect(finished('cronguard.run hostile')?.status.code).toBe(2); // ERROR
 
@@ -145,7 +154,12 @@ it('runs the job in its span\'s context, counts cancelled runs apart, and ends t
         point.value,
       ]),
     );
-    expect(outcomes).toEqual({ 'parent succeeded': 1, 'hostile failed': 1, 'forgotten abandoned': 1, 'stopped cancelled': 1 });
+    expect(outcomes).toEqual({
+      'parent succeeded': 1,
+      'hostile failed': 1,
+      'forgotten abandoned': 1,
+      'stopped cancelled': 1,
+    });
   } finally {
     await guard.close();
     metrics.disable();

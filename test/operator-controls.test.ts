@@ -34,7 +34,9 @@ async function startReplicas(target: DialectTarget, mode: 'ok' | 'fail', pollInt
 }
 
 function runsOf(replicas: Worker<Message>[]): Ran[] {
-  return replicas.flatMap((replica) => replica.received.filter((message): message is Ran => message.type === 'ran')).sort((a, b) => a.start - b.start);
+  return replicas
+    .flatMap((replica) => replica.received.filter((message): message is Ran => message.type === 'ran'))
+    .sort((a, b) => a.start - b.start);
 }
 
 async function stopAll(replicas: Worker<Message>[]): Promise<void> {
@@ -85,7 +87,8 @@ describe.each(dialectTargets())('operator controls across processes on $name', (
         // Every whole second from 2.5 s before the trigger to 2 s after ran, except a slot that fired
         // while the manual run held the lock (a slot's tick finding its job running is skipped, as always).
         const around: string[] = [];
-        for (let t = Math.ceil((triggered - 2_500) / 1_000) * 1_000; t <= triggered + 2_000; t += 1_000) around.push(new Date(t).toISOString());
+        for (let t = Math.ceil((triggered - 2_500) / 1_000) * 1_000; t <= triggered + 2_000; t += 1_000)
+          around.push(new Date(t).toISOString());
         const held = manual[0] as Ran;
         const missed = around.filter((slot) => !perSlot.has(slot));
         expect(missed.filter((slot) => Date.parse(slot) < held.start - 100 || Date.parse(slot) > held.end + 100)).toEqual([]);
@@ -102,17 +105,25 @@ describe.each(dialectTargets())('operator controls across processes on $name', (
     it('auto-pauses a job after 3 failed runs in a row, once, whichever replicas ran them', async () => {
       const { url, prefix, replicas } = await startReplicas(target, 'fail', '1s', 60_000);
       try {
-        const pausedEvents = (): Message[] => replicas.flatMap((replica) => replica.received.filter((message) => message.type === 'paused'));
+        const pausedEvents = (): Message[] =>
+          replicas.flatMap((replica) => replica.received.filter((message) => message.type === 'paused'));
         await expect.poll(() => pausedEvents().length, { timeout: 20_000 }).toBe(1);
         await sleep(2_500);
         expect(pausedEvents()).toHaveLength(1);
-        expect(pausedEvents()[0]).toMatchObject({ job: 'tick', auto: true, reason: expect.stringContaining('upstream down') });
+        expect(pausedEvents()[0]).toMatchObject({
+          job: 'tick',
+          auto: true,
+          reason: expect.stringContaining('upstream down'),
+        });
         // The first runs may have started before every replica was up; none after the third failure.
         expect(runsOf(replicas)).toHaveLength(3);
         const { guard } = guardOn(url, prefix);
         expect((await guard.history({ job: 'tick' })).runs.map((run) => run.status)).toEqual(['failed', 'failed', 'failed']);
         const [lock] = await guard.locks();
-        expect(lock?.paused).toMatchObject({ until: null, reason: expect.stringContaining('auto-paused after 3 failed runs in a row') });
+        expect(lock?.paused).toMatchObject({
+          until: null,
+          reason: expect.stringContaining('auto-paused after 3 failed runs in a row'),
+        });
         expect((await guard.controls('tick')).map((entry) => entry.action)).toEqual(['auto-pause']);
       } finally {
         await stopAll(replicas);

@@ -120,7 +120,7 @@ describe('durations accepted', () => {
     expect(withDefault.resolveJob({ name: 'nightly', lockAtMostFor: '1m' }).lockAtLeastForMs).toBe(10_000);
   });
 
-  it('a job\'s own durations override the defaults', () => {
+  it("a job's own durations override the defaults", () => {
     const guard = memoryGuard({ defaults: { lockAtMostFor: '10m', lockAtLeastFor: '10s' } });
     expect(guard.resolveJob({ name: 'nightly', lockAtMostFor: '1m', lockAtLeastFor: '1s' })).toMatchObject({
       lockAtMostForMs: 60_000,
@@ -135,7 +135,7 @@ describe('durations accepted', () => {
     });
   });
 
-  it('lockAtLeastFor: \'300ms\' keeps the lock 300 ms after a short job, then frees it', async () => {
+  it("lockAtLeastFor: '300ms' keeps the lock 300 ms after a short job, then frees it", async () => {
     const guard = memoryGuard();
     await guard.migrate();
     const job = { name: 'short', lockAtMostFor: '1m', lockAtLeastFor: '300ms' };
@@ -145,7 +145,7 @@ describe('durations accepted', () => {
     expect(await guard.run(job, () => 3)).toEqual({ executed: true, value: 3 });
   });
 
-  it('lockAtMostFor: \'300ms\' is 300 ms: another run takes the lock over once it has passed', async () => {
+  it("lockAtMostFor: '300ms' is 300 ms: another run takes the lock over once it has passed", async () => {
     const logger = recordingLogger();
     const guard = memoryGuard({ logger });
     await guard.migrate();
@@ -243,12 +243,18 @@ describe('durations rejected', () => {
       await rejection(guard.run({ name: 'nightly', lockAtMostFor: value }, () => 1)),
       `Expected \`lockAtMostFor\` of job "nightly" to be ${DURATION}, got ${value}: ${hint}`,
     );
-    expectTypeError(thrown(() => guarded({ name: 'nightly', lockAtMostFor: value })), `Expected \`lockAtMostFor\` of job "nightly" to be ${DURATION}, got ${value}: ${hint}`);
+    expectTypeError(
+      thrown(() => guarded({ name: 'nightly', lockAtMostFor: value })),
+      `Expected \`lockAtMostFor\` of job "nightly" to be ${DURATION}, got ${value}: ${hint}`,
+    );
     expectTypeError(
       createGuardError({ database: 'sqlite::memory:', defaults: { lockAtMostFor: value } }),
       `Expected \`defaults.lockAtMostFor\` to be ${DURATION}, got ${value}: ${hint}`,
     );
-    expectTypeError(thrown(() => guard.coordinator({ lockAtMostFor: value })), `Expected \`coordinator.lockAtMostFor\` to be ${DURATION}, got ${value}: ${hint}`);
+    expectTypeError(
+      thrown(() => guard.coordinator({ lockAtMostFor: value })),
+      `Expected \`coordinator.lockAtMostFor\` to be ${DURATION}, got ${value}: ${hint}`,
+    );
     // 1000 and up stay milliseconds; a string says ms plainly; lockAtLeastFor takes any number.
     expect(guard.resolveJob({ name: 'nightly', lockAtMostFor: 1_000 }).lockAtMostForMs).toBe(1_000);
     expect(guard.resolveJob({ name: 'nightly', lockAtMostFor: `${value}ms` }).lockAtMostForMs).toBe(Math.ceil(value));
@@ -263,7 +269,7 @@ describe('durations rejected', () => {
     );
   });
 
-  it('a job\'s lockAtLeastFor above the default lockAtMostFor is rejected', () => {
+  it("a job's lockAtLeastFor above the default lockAtMostFor is rejected", () => {
     const guard = memoryGuard({ defaults: { lockAtMostFor: '1m' } });
     expectTypeError(
       thrown(() => guard.resolveJob({ name: 'nightly', lockAtLeastFor: '2m' })),
@@ -271,7 +277,7 @@ describe('durations rejected', () => {
     );
   });
 
-  it('the default lockAtLeastFor above a job\'s lockAtMostFor is rejected, naming the job and both values', () => {
+  it("the default lockAtLeastFor above a job's lockAtMostFor is rejected, naming the job and both values", () => {
     const guard = memoryGuard({ defaults: { lockAtLeastFor: '2m' } });
     expectTypeError(
       thrown(() => guard.resolveJob({ name: 'nightly', lockAtMostFor: '1m' })),
@@ -288,13 +294,18 @@ describe('durations rejected', () => {
 
   it('no lockAtMostFor on the job and none in defaults: the message says where to set it', async () => {
     const message =
-      `Expected \`lockAtMostFor\` of job "nightly" to be ${DURATION}, got undefined ` +
-      "(set it on the job or in the guard's `defaults`)";
+      `Expected \`lockAtMostFor\` of job "nightly" to be ${DURATION}, got undefined ` + "(set it on the job or in the guard's `defaults`)";
     const guard = memoryGuard({ defaults: { lockAtLeastFor: '1s' } });
     expectTypeError(await rejection(guard.run({ name: 'nightly' }, () => 1)), message);
     expectTypeError(await rejection(guard.run({ name: 'nightly', lockAtMostFor: undefined }, () => 1)), message);
-    expectTypeError(thrown(() => guard.resolveJob({ name: 'nightly' })), message);
-    expectTypeError(thrown(() => guard.guarded({ name: 'nightly' })), message);
+    expectTypeError(
+      thrown(() => guard.resolveJob({ name: 'nightly' })),
+      message,
+    );
+    expectTypeError(
+      thrown(() => guard.guarded({ name: 'nightly' })),
+      message,
+    );
     expect(memoryGuard({ defaults: { lockAtMostFor: '10m' } }).resolveJob({ name: 'nightly' }).lockAtMostForMs).toBe(600_000);
   });
 });
@@ -314,7 +325,10 @@ describe('job names', () => {
       executed: true,
       value: name,
     });
-    expect(await guard.run({ name, lockAtMostFor: '1m' }, () => 'again')).toEqual({ executed: false, reason: 'locked' });
+    expect(await guard.run({ name, lockAtMostFor: '1m' }, () => 'again')).toEqual({
+      executed: false,
+      reason: 'locked',
+    });
   });
 
   const rejected: [label: string, name: unknown, shown: string][] = [
@@ -337,9 +351,18 @@ describe('job names', () => {
     let ran = false;
     expectTypeError(await rejection(guard.run(options, () => (ran = true))), `${NAME} ${shown}`);
     expect(ran).toBe(false);
-    expectTypeError(thrown(() => guard.resolveJob(options)), `${NAME} ${shown}`);
-    expectTypeError(thrown(() => guard.guarded(options)), `${NAME} ${shown}`);
-    expectTypeError(thrown(() => guarded(options)), `${NAME} ${shown}`);
+    expectTypeError(
+      thrown(() => guard.resolveJob(options)),
+      `${NAME} ${shown}`,
+    );
+    expectTypeError(
+      thrown(() => guard.guarded(options)),
+      `${NAME} ${shown}`,
+    );
+    expectTypeError(
+      thrown(() => guarded(options)),
+      `${NAME} ${shown}`,
+    );
   });
 
   it.each([
@@ -350,8 +373,14 @@ describe('job names', () => {
     const message = `Expected job options to be an object with a \`name\`, got ${shown}`;
     const guard = memoryGuard();
     expectTypeError(await rejection(guard.run(untyped(options), () => 1)), message);
-    expectTypeError(thrown(() => guard.guarded(untyped(options))), message);
-    expectTypeError(thrown(() => guarded(untyped(options))), message);
+    expectTypeError(
+      thrown(() => guard.guarded(untyped(options))),
+      message,
+    );
+    expectTypeError(
+      thrown(() => guarded(untyped(options))),
+      message,
+    );
   });
 });
 
@@ -379,7 +408,10 @@ describe('tablePrefix', () => {
       const guard = createGuard({ database, tablePrefix: prefix });
       open.push(guard);
       await guard.migrate();
-      expect(await guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+      expect(await guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'ran')).toEqual({
+        executed: true,
+        value: 'ran',
+      });
       const tables = database.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
       expect(tables).toContain(`${prefix}locks`);
     } finally {
@@ -394,7 +426,7 @@ describe('tablePrefix', () => {
     expect(postgres.dialect).toBe('postgres');
     expectTypeError(
       createGuardError({ database: 'postgres://user:pass@127.0.0.1:9/none', tablePrefix: 'a.b.c' }),
-      "Expected `tablePrefix` to be an identifier like 'cronguard_' (or `schema.prefix`) of at most 40 characters, got \"a.b.c\"",
+      'Expected `tablePrefix` to be an identifier like \'cronguard_\' (or `schema.prefix`) of at most 40 characters, got "a.b.c"',
     );
     expectTypeError(
       createGuardError({ database: 'mysql://user:pass@127.0.0.1:9/none', tablePrefix: 'jobs.cg_' }),
@@ -440,9 +472,13 @@ describe('database and the other guard options', () => {
     ['42', 42, '42'],
     ['an empty object', {}, '{}'],
     ['true', true, 'true'],
-    ['an instance of a class', new (class Knex {
-      readonly client = 'pg';
-    })(), 'an instance of Knex'],
+    [
+      'an instance of a class',
+      new (class Knex {
+        readonly client = 'pg';
+      })(),
+      'an instance of Knex',
+    ],
   ])('rejects database %s', (_label, database, shown) => {
     expectTypeError(
       createGuardError({ database }),
@@ -458,7 +494,10 @@ describe('database and the other guard options', () => {
     expectTypeError(createGuardError({}), message);
     expectTypeError(createGuardError({ database: undefined }), message);
     expectTypeError(createGuardError({ database: process.env.CRONGUARD_TEST_SURELY_UNSET, defaults: { lockAtMostFor: '1m' } }), message);
-    expectTypeError(thrown(() => open.push(untyped<() => Guard>(createGuard)())), message);
+    expectTypeError(
+      thrown(() => open.push(untyped<() => Guard>(createGuard)())),
+      message,
+    );
     expect(open).toEqual([]);
   });
 
@@ -580,8 +619,14 @@ describe('database and the other guard options', () => {
       'Expected `stopMargin` of job "j" (40000 ms) to be less than two thirds of `lockAtMostFor` with `keepAlive: true`, ' +
       'which extends every 20000 ms: the deadline would fire before the first extend. Lower `stopMargin` below 40000 ms, ' +
       'or give `keepAlive` an interval shorter than 20000 ms';
-    expectTypeError(thrown(() => guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: true, stopMargin: '40s' })), message);
-    expectTypeError(thrown(() => guarded({ name: 'j', lockAtMostFor: '1m', keepAlive: true, stopMargin: '40s' })), message);
+    expectTypeError(
+      thrown(() => guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: true, stopMargin: '40s' })),
+      message,
+    );
+    expectTypeError(
+      thrown(() => guarded({ name: 'j', lockAtMostFor: '1m', keepAlive: true, stopMargin: '40s' })),
+      message,
+    );
     expect(guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: true, stopMargin: '39s' }).keepAliveIntervalMs).toBe(20_000);
     expect(guard.resolveJob({ name: 'j', lockAtMostFor: '1m', keepAlive: '19s', stopMargin: '40s' }).keepAliveIntervalMs).toBe(19_000);
   });
@@ -634,10 +679,15 @@ describe('decorators validate their options when applied', () => {
   it('refuses to decorate anything but a method', () => {
     const decorator = memoryGuard().guarded({ name: 'nightly', lockAtMostFor: '1m' });
     expectTypeError(
-      thrown(() => decorator(async () => 1, untyped<ClassMethodDecoratorContext<unknown, () => Promise<number>>>({ kind: 'getter', name: 'x' }))),
+      thrown(() =>
+        decorator(async () => 1, untyped<ClassMethodDecoratorContext<unknown, () => Promise<number>>>({ kind: 'getter', name: 'x' })),
+      ),
       'Expected @guarded to decorate a method, got a getter',
     );
-    expectTypeError(thrown(() => decorator({}, 'count', untyped<PropertyDescriptor>({ value: 1, writable: true }))), 'Expected @guarded to decorate a method, got a property holding 1 (count)');
+    expectTypeError(
+      thrown(() => decorator({}, 'count', untyped<PropertyDescriptor>({ value: 1, writable: true }))),
+      'Expected @guarded to decorate a method, got a property holding 1 (count)',
+    );
   });
 
   it('guarded() throws at decoration time for what it can check without a guard', () => {
@@ -651,11 +701,14 @@ describe('decorators validate their options when applied', () => {
     );
   });
 
-  it('guarded() without lockAtMostFor is checked against the default guard\'s defaults at the call', async () => {
+  it("guarded() without lockAtMostFor is checked against the default guard's defaults at the call", async () => {
     async function job(): Promise<string | undefined> {
       return 'ran';
     }
-    const method = guarded({ name: 'nightly' })(job, untyped<ClassMethodDecoratorContext<unknown, typeof job>>({ kind: 'method', name: 'job' }));
+    const method = guarded({ name: 'nightly' })(
+      job,
+      untyped<ClassMethodDecoratorContext<unknown, typeof job>>({ kind: 'method', name: 'job' }),
+    );
 
     const noGuard = await rejection(method.call(undefined));
     expect(noGuard).toBeInstanceOf(GuardError);

@@ -35,7 +35,9 @@ describe.each(dialectTargets())('the log of an outage on $name', (target) => {
 
       await guard.migrate();
       expect(await guard.run(job, () => 'ran')).toEqual({ executed: true, value: 'ran' });
-      expect(logger.warnings).toEqual([expect.stringMatching(/^Job "nightly" can take its lock again: 6 run\(s\) were skipped since \S+Z because taking the lock failed$/)]);
+      expect(logger.warnings).toEqual([
+        expect.stringMatching(/^Job "nightly" can take its lock again: 6 run\(s\) were skipped since \S+Z because taking the lock failed$/),
+      ]);
       expect(await guard.run(job, () => 'again')).toEqual({ executed: true, value: 'again' });
       expect(logger.warnings).toHaveLength(1);
       expect(logger.errors).toHaveLength(1);

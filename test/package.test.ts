@@ -98,19 +98,31 @@ describe('the tarball', () => {
   });
 
   it('ships the built code, the SQL migrations and the README, and no sources, tests, fixtures or examples', () => {
-    for (const file of ['package.json', 'README.md', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/cli/main.js', 'dist/migrations/index.js']) {
+    for (const file of [
+      'package.json',
+      'README.md',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/cli/main.js',
+      'dist/migrations/index.js',
+    ]) {
       expect(packedFiles).toContain(file);
     }
     expect(packedFiles.some((file) => file.startsWith('migrations/sql/'))).toBe(true);
     const unexpected = packedFiles.filter(
-      (file) => !/^(dist\/(src|migrations)\/.+\.(js|d\.ts)|migrations\/sql\/.+\.(sql|md)|package\.json|README\.md|CHANGELOG\.md|LICENSE(\.md)?)$/.test(file),
+      (file) =>
+        !/^(dist\/(src|migrations)\/.+\.(js|d\.ts)|migrations\/sql\/.+\.(sql|md)|package\.json|README\.md|CHANGELOG\.md|LICENSE(\.md)?)$/.test(
+          file,
+        ),
     );
     expect(unexpected).toEqual([]);
     expect(packedFiles.filter((file) => /(^|\/)(test|fixtures|examples|bench)\/|\.test\./.test(file))).toEqual([]);
   });
 
   it('has every file its package.json points at', () => {
-    const exportTargets = Object.values(manifest.exports ?? {}).flatMap((target) => (typeof target === 'string' ? [target] : Object.values(target)));
+    const exportTargets = Object.values(manifest.exports ?? {}).flatMap((target) =>
+      typeof target === 'string' ? [target] : Object.values(target),
+    );
     const targets = [manifest.main, manifest.types, ...Object.values(manifest.bin ?? {}), ...exportTargets];
     for (const target of targets) {
       expect(target).toBeDefined();
@@ -124,7 +136,8 @@ describe('the tarball', () => {
     for (const file of packedFiles) {
       const text = readFileSync(join(unpacked, file), 'utf8');
       for (const [, url] of text.matchAll(/^\/\/# sourceMappingURL=(\S+)$/gm)) {
-        if (url !== undefined && !url.startsWith('data:') && !packedFiles.includes(posix.join(posix.dirname(file), url))) missing.push(`${file} -> ${url}`);
+        if (url !== undefined && !url.startsWith('data:') && !packedFiles.includes(posix.join(posix.dirname(file), url)))
+          missing.push(`${file} -> ${url}`);
       }
       if (file.endsWith('.map')) {
         const map = JSON.parse(text) as { sources: string[]; sourcesContent?: (string | null)[] };
@@ -159,10 +172,16 @@ const STRICT = {
 
 const variants = [
   { name: 'NodeNext', options: { module: 'NodeNext', moduleResolution: 'NodeNext', skipLibCheck: false } },
-  { name: 'NodeNext with skipLibCheck', options: { module: 'NodeNext', moduleResolution: 'NodeNext', skipLibCheck: true } },
+  {
+    name: 'NodeNext with skipLibCheck',
+    options: { module: 'NodeNext', moduleResolution: 'NodeNext', skipLibCheck: true },
+  },
   { name: 'bundler', options: { module: 'ESNext', moduleResolution: 'bundler', skipLibCheck: false } },
   // The README's decorator snippets under experimentalDecorators too (NestJS apps).
-  { name: 'bundler with skipLibCheck and experimentalDecorators', options: { module: 'ESNext', moduleResolution: 'bundler', skipLibCheck: true, experimentalDecorators: true } },
+  {
+    name: 'bundler with skipLibCheck and experimentalDecorators',
+    options: { module: 'ESNext', moduleResolution: 'bundler', skipLibCheck: true, experimentalDecorators: true },
+  },
 ];
 
 /**

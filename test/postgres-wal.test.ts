@@ -92,7 +92,10 @@ describe('losing on postgres', () => {
       for (let i = 0; i < 5; i += 1) await contender.run({ name: 'off', lockAtMostFor: '1m' }, () => 'never');
       const paused = await walDuring(raw, async () => {
         for (let i = 0; i < ATTEMPTS; i += 1) {
-          expect(await contender.run({ name: 'off', lockAtMostFor: '1m' }, () => 'never')).toEqual({ executed: false, reason: 'paused' });
+          expect(await contender.run({ name: 'off', lockAtMostFor: '1m' }, () => 'never')).toEqual({
+            executed: false,
+            reason: 'paused',
+          });
         }
       });
       expect(paused).toEqual({ bytes: 0, records: [] });

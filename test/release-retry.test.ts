@@ -16,7 +16,11 @@ describe.each(dialectTargets())('a release sent twice on $name', (target) => {
     const options = resolveGuardOptions({ database: url, tablePrefix: prefix });
     const opened = openDatabase(options.database, options.dialect, options);
     try {
-      const store = options.dialect.createLockStore(opened.db, options.tables, { native: opened.native, history: true, acquireTimeoutMs: options.acquireTimeoutMs });
+      const store = options.dialect.createLockStore(opened.db, options.tables, {
+        native: opened.native,
+        history: true,
+        acquireTimeoutMs: options.acquireTimeoutMs,
+      });
       const job = resolveJob({ name: 'twice', lockAtMostFor: '1m' }, options.defaults);
       const token = randomUUID();
       expect(await store.acquire(job, { token, lockedBy: 'test', slot: null, expectFree: false })).toBe('acquired');

@@ -44,9 +44,10 @@ async function describeTable(raw: RawDatabase, dialect: DialectName, prefix: str
         ),
       ),
       table: clean(
-        await raw.query(`SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, [
-          name,
-        ]),
+        await raw.query(
+          `SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
+          [name],
+        ),
       ),
       indexes: clean(
         await raw.query(
@@ -126,7 +127,10 @@ describe.each(dialectTargets().filter((target) => target.name === 'postgres'))('
       await guardOn(url, `${other}.${prefix}`).guard.migrate();
       const production = guardOn(url, prefix).guard;
       await production.migrate();
-      expect(await production.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+      expect(await production.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'ran')).toEqual({
+        executed: true,
+        value: 'ran',
+      });
       const [row] = await raw.query<{ n: string | number }>(
         `SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ?`,
         [`${prefix}%`],

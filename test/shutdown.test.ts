@@ -37,9 +37,17 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
       'resolves within its timeout while an acquire waits on a row lock, and that acquire takes nothing (%s)',
       async (kind) => {
         const { url, prefix } = await migratedGuard(target);
-        const pool = kind === 'a URL' ? undefined : target.name === 'postgres' ? new pg.Pool({ connectionString: url }) : createMysqlPool({ uri: url, connectionLimit: 2 });
+        const pool =
+          kind === 'a URL'
+            ? undefined
+            : target.name === 'postgres'
+              ? new pg.Pool({ connectionString: url })
+              : createMysqlPool({ uri: url, connectionLimit: 2 });
         const options = { acquireTimeout: '10s' };
-        const guard = pool === undefined ? guardOn(url, prefix, options).guard : createGuard({ database: pool, tablePrefix: prefix, logger: recordingLogger(), ...options });
+        const guard =
+          pool === undefined
+            ? guardOn(url, prefix, options).guard
+            : createGuard({ database: pool, tablePrefix: prefix, logger: recordingLogger(), ...options });
         const job = { name: 'waiting-at-shutdown', lockAtMostFor: '1m' };
         await guard.run(job, () => 1);
         const holder = await holdLockRows(target, url, prefix);
@@ -77,14 +85,24 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
       'cuts a take waiting on a row lock at acquireTimeout on the server too, through %s',
       async (kind) => {
         const { url, prefix } = await migratedGuard(target);
-        const kysely = kind === 'a URL' ? undefined : new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url }) }) });
-        const guard = kysely === undefined ? guardOn(url, prefix, { acquireTimeout: 500 }).guard : createGuard({ database: kysely, tablePrefix: prefix, acquireTimeout: 500, logger: recordingLogger() });
+        const kysely =
+          kind === 'a URL'
+            ? undefined
+            : new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url }) }) });
+        const guard =
+          kysely === undefined
+            ? guardOn(url, prefix, { acquireTimeout: 500 }).guard
+            : createGuard({ database: kysely, tablePrefix: prefix, acquireTimeout: 500, logger: recordingLogger() });
         const job = { name: 'bounded-take', lockAtMostFor: '1m' };
         expect((await guard.run(job, () => 1)).executed).toBe(true);
         const holder = await holdLockRows(target, url, prefix);
         const monitor = await openRaw('postgres', url);
         try {
-          expect(await guard.run(job, () => 2)).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
+          expect(await guard.run(job, () => 2)).toMatchObject({
+            executed: false,
+            reason: 'error',
+            error: { code: 'ACQUIRE_TIMEOUT' },
+          });
           // The holder still holds the row, and the take no longer waits for it on the server.
           await expect.poll(() => waitingOnLocks(monitor, prefix), { timeout: 3_000, interval: 100 }).toBe(0);
           await holder.exec('COMMIT');
@@ -104,7 +122,10 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
 
     it.skipIf(target.name !== 'postgres')('takes a lock with an acquireTimeout beyond the range of lock_timeout', async () => {
       const { guard } = await migratedGuard(target, { acquireTimeout: '30d' });
-      expect(await guard.run({ name: 'long-bound', lockAtMostFor: '1m' }, () => 1)).toEqual({ executed: true, value: 1 });
+      expect(await guard.run({ name: 'long-bound', lockAtMostFor: '1m' }, () => 1)).toEqual({
+        executed: true,
+        value: 1,
+      });
     });
 
     it.skipIf(target.name !== 'postgres')('close() ends the pool it opened even when no Kysely query ran on it', async () => {
@@ -115,7 +136,11 @@ describe.each(dialectTargets())('shutdown on $name', (target) => {
       expect((await guard.run({ name: 'once', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
       const monitor = await openRaw('postgres', url);
       const connections = async (): Promise<number> =>
-        (await monitor.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ?', [applicationName]))[0]?.n ?? -1;
+        (
+          await monitor.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ?', [
+            applicationName,
+          ])
+        )[0]?.n ?? -1;
       try {
         expect(await connections()).toBeGreaterThan(0);
         await guard.close();

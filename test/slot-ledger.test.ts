@@ -7,7 +7,9 @@ import { expectedSlots, lateAfterMs, SLOT_OUTCOMES, slotLedger, summarizeLedger,
 
 const ZONES = ['Europe/Paris', 'America/New_York', 'UTC'] as const;
 /** DST changes of 2026: Paris 29 March and 25 October, New York 8 March and 1 November (UTC instants). */
-const DST_CHANGES = ['2026-03-29T01:00:00Z', '2026-10-25T01:00:00Z', '2026-03-08T07:00:00Z', '2026-11-01T06:00:00Z'].map((iso) => Date.parse(iso));
+const DST_CHANGES = ['2026-03-29T01:00:00Z', '2026-10-25T01:00:00Z', '2026-03-08T07:00:00Z', '2026-11-01T06:00:00Z'].map((iso) =>
+  Date.parse(iso),
+);
 
 const expression = fc
   .tuple(
@@ -20,70 +22,90 @@ const expression = fc
 
 const range = fc
   .tuple(fc.constantFrom(...DST_CHANGES), fc.integer({ min: -30 * 3_600, max: 6 * 3_600 }), fc.integer({ min: 1, max: 40 * 3_600 }))
-  .map(([change, offsetS, lengthS]) => ({ since: new Date(change + offsetS * 1_000 + 123), until: new Date(change + (offsetS + lengthS) * 1_000) }));
+  .map(([change, offsetS, lengthS]) => ({
+    since: new Date(change + offsetS * 1_000 + 123),
+    until: new Date(change + (offsetS + lengthS) * 1_000),
+  }));
 
 const STATUSES = ['running', 'succeeded', 'failed', 'cancelled', 'abandoned', 'skipped'] as const;
 
 /** A history: for some expected slots a row (status, delay, duration), plus rows for slots no schedule has. */
 function historyFor(slots: readonly Date[]): fc.Arbitrary<LedgerRun[]> {
   const row = (slot: Date, id: string) =>
-    fc.record({ status: fc.constantFrom(...STATUSES), delayS: fc.integer({ min: -2, max: 120 }), durationS: fc.option(fc.integer({ min: 0, max: 4_000 })), catchUp: fc.boolean() }).map(
-      ({ status, delayS, durationS, catchUp }): LedgerRun => {
+    fc
+      .record({
+        status: fc.constantFrom(...STATUSES),
+        delayS: fc.integer({ min: -2, max: 120 }),
+        durationS: fc.option(fc.integer({ min: 0, max: 4_000 })),
+        catchUp: fc.boolean(),
+      })
+      .map(({ status, delayS, durationS, catchUp }): LedgerRun => {
         const startedAt = new Date(slot.getTime() + delayS * 1_000);
         const finishedAt = durationS === null ? null : new Date(startedAt.getTime() + durationS * 1_000);
         return { id, slot, status, startedAt, finishedAt, lockUntil: new Date(startedAt.getTime() + 60_000), catchUp };
-      },
-    );
-  const picked = fc.subarray(slots.map((slot, index) => ({ slot, index })), { maxLength: Math.min(300, slots.length) });
-  const stray = fc.array(fc.integer({ min: 0, max: 10 ** 9 }), { maxLength: 20 });
-  return fc.tuple(picked, stray).chain(([chosen, strays]) =>
-    fc.tuple(
-      ...chosen.map(({ slot, index }) => row(slot, `run-${index}`)),
-      ...strays.map((ms, index) => row(new Date(Date.UTC(2026, 0, 1) + ms * 37 + 1), `stray-${index}`)),
-    ),
+      });
+  const picked = fc.subarray(
+    slots.map((slot, index) => ({ slot, index })),
+    { maxLength: Math.min(300, slots.length) },
   );
+  const stray = fc.array(fc.integer({ min: 0, max: 10 ** 9 }), { maxLength: 20 });
+  return fc
+    .tuple(picked, stray)
+    .chain(([chosen, strays]) =>
+      fc.tuple(
+        ...chosen.map(({ slot, index }) => row(slot, `run-${index}`)),
+        ...strays.map((ms, index) => row(new Date(Date.UTC(2026, 0, 1) + ms * 37 + 1), `stray-${index}`)),
+      ),
+    );
 }
 
 describe('the slot ledger', () => {
   it('gives every expected slot of a random schedule exactly one outcome, across DST changes', () => {
     fc.assert(
-      fc.property(expression, fc.constantFrom(...ZONES), range, fc.integer({ min: 0, max: 7_200_000 }), (cron, zone, { since, until }, lockAtLeastForMs) => {
-        const slots = resolveCronSlots(cron, zone, 'job');
-        if (slots === undefined) throw new Error('no slots');
-        const cap = 500;
-        const expected = expectedSlots(slots, since, until, cap);
-        // The expected slots are fires of the expression, in the range, one after the other with
-        // no fire left out between them (DST or not), and the newest ones when capped.
-        expect(expected.slots.length).toBeLessThanOrEqual(cap);
-        for (const [index, slot] of expected.slots.entries()) {
-          expect(slot >= since && slot < until).toBe(true);
-          const after = expected.slots[index + 1] ?? expected.following;
-          expect(slots.fireAfter(slot)).toEqual(after);
-        }
-        expect(expected.following === null || expected.following >= until).toBe(true);
-        const first = expected.slots[0];
-        if (!expected.truncated && first !== undefined) expect(slots.fireAfter(new Date(Math.ceil(since.getTime() / 1_000) * 1_000 - 1_000))).toEqual(first);
-        fc.assert(
-          fc.property(historyFor(expected.slots), (runs) => {
-            const ledger = slotLedger(expected.slots, expected.following, runs, lockAtLeastForMs);
-            expect(ledger.map((entry) => entry.slot)).toEqual(expected.slots);
-            const counts = summarizeLedger(ledger);
-            expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(expected.slots.length);
-            for (const entry of ledger) {
-              expect(SLOT_OUTCOMES).toContain(entry.outcome);
-              const ran = runs.find((run) => run.status !== 'skipped' && run.slot.getTime() === entry.slot.getTime());
-              if (ran === undefined) {
-                expect(['missed', 'overlapped']).toContain(entry.outcome);
-                expect(entry.runId).toBeNull();
-              } else {
-                expect(entry.runId).toBe(ran.id);
-                expect(['missed', 'overlapped', 'paused']).not.toContain(entry.outcome);
+      fc.property(
+        expression,
+        fc.constantFrom(...ZONES),
+        range,
+        fc.integer({ min: 0, max: 7_200_000 }),
+        (cron, zone, { since, until }, lockAtLeastForMs) => {
+          const slots = resolveCronSlots(cron, zone, 'job');
+          if (slots === undefined) throw new Error('no slots');
+          const cap = 500;
+          const expected = expectedSlots(slots, since, until, cap);
+          // The expected slots are fires of the expression, in the range, one after the other with
+          // no fire left out between them (DST or not), and the newest ones when capped.
+          expect(expected.slots.length).toBeLessThanOrEqual(cap);
+          for (const [index, slot] of expected.slots.entries()) {
+            expect(slot >= since && slot < until).toBe(true);
+            const after = expected.slots[index + 1] ?? expected.following;
+            expect(slots.fireAfter(slot)).toEqual(after);
+          }
+          expect(expected.following === null || expected.following >= until).toBe(true);
+          const first = expected.slots[0];
+          if (!expected.truncated && first !== undefined)
+            expect(slots.fireAfter(new Date(Math.ceil(since.getTime() / 1_000) * 1_000 - 1_000))).toEqual(first);
+          fc.assert(
+            fc.property(historyFor(expected.slots), (runs) => {
+              const ledger = slotLedger(expected.slots, expected.following, runs, lockAtLeastForMs);
+              expect(ledger.map((entry) => entry.slot)).toEqual(expected.slots);
+              const counts = summarizeLedger(ledger);
+              expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(expected.slots.length);
+              for (const entry of ledger) {
+                expect(SLOT_OUTCOMES).toContain(entry.outcome);
+                const ran = runs.find((run) => run.status !== 'skipped' && run.slot.getTime() === entry.slot.getTime());
+                if (ran === undefined) {
+                  expect(['missed', 'overlapped']).toContain(entry.outcome);
+                  expect(entry.runId).toBeNull();
+                } else {
+                  expect(entry.runId).toBe(ran.id);
+                  expect(['missed', 'overlapped', 'paused']).not.toContain(entry.outcome);
+                }
               }
-            }
-          }),
-          { numRuns: 5 },
-        );
-      }),
+            }),
+            { numRuns: 5 },
+          );
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -109,7 +131,15 @@ describe('the slot ledger', () => {
   it('tells slots eaten by a held lock (overlapped) from slots nobody ran (missed)', () => {
     const slots = [0, 1, 2, 3, 4, 5].map((s) => new Date(s * 1_000));
     const runs: LedgerRun[] = [
-      { id: 'a', slot: new Date(0), status: 'succeeded', startedAt: new Date(10), finishedAt: new Date(100), lockUntil: null, catchUp: false },
+      {
+        id: 'a',
+        slot: new Date(0),
+        status: 'succeeded',
+        startedAt: new Date(10),
+        finishedAt: new Date(100),
+        lockUntil: null,
+        catchUp: false,
+      },
     ];
     // lockAtLeastFor 2.5 s: slots 1 and 2 came while the lock was held; 3 to 5 nobody ran.
     expect(slotLedger(slots, new Date(6_000), runs, 2_500).map((entry) => entry.outcome)).toEqual([

@@ -55,7 +55,11 @@ describe.each(dialectTargets())('the slot ledger across replicas on $name', (tar
       const missed = messages(all, 'missed');
       expect(missed).toHaveLength(1);
       expect(missed[0]).toMatchObject({ count: gap.length, slots: gap.map(iso) });
-      const [ledger] = await guardOn(url, prefix).guard.slots({ job: 'tick', since: new Date(t0 - 1_000), until: new Date(t0 + 6_000) });
+      const [ledger] = await guardOn(url, prefix).guard.slots({
+        job: 'tick',
+        since: new Date(t0 - 1_000),
+        until: new Date(t0 + 6_000),
+      });
       const missedInLedger = ledger?.slots.filter((entry) => entry.outcome === 'missed').map((entry) => entry.slot.toISOString());
       expect(missedInLedger).toEqual(gap.map(iso));
       expect(ledger?.slots.every((entry) => entry.outcome === 'missed' || entry.outcome === 'succeeded')).toBe(true);
@@ -71,7 +75,11 @@ describe.each(dialectTargets())('the slot ledger across replicas on $name', (tar
       const missed = messages(all, 'missed');
       expect(missed).toHaveLength(1);
       expect(missed[0]).toMatchObject({ count: 2, slots: [iso(t0 + 1_000), iso(t0 + 2_000)] });
-      const [ledger] = await guardOn(url, prefix).guard.slots({ job: 'tick', since: new Date(t0), until: new Date(t0 + 6_000) });
+      const [ledger] = await guardOn(url, prefix).guard.slots({
+        job: 'tick',
+        since: new Date(t0),
+        until: new Date(t0 + 6_000),
+      });
       const caughtUp = ledger?.slots[3];
       expect(caughtUp).toMatchObject({ slot: new Date(t0 + 3_000), catchUp: true });
       expect(['succeeded', 'late']).toContain(caughtUp?.outcome);

@@ -42,7 +42,8 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       guard.schedule('0 3 * * *', { name: 'nightly', lockAtMostFor: '10m', timezone: 'Europe/Paris' }, () => undefined);
       const raw = await openRaw(target.name, url);
       try {
-        const read = () => raw.query<Record<string, unknown>>(`SELECT cron_expression, time_zone, lock_at_most_for_ms, changed_at FROM ${prefix}jobs`);
+        const read = () =>
+          raw.query<Record<string, unknown>>(`SELECT cron_expression, time_zone, lock_at_most_for_ms, changed_at FROM ${prefix}jobs`);
         await expect.poll(read).toHaveLength(1);
         const [first] = await read();
         expect(first).toMatchObject({ cron_expression: '0 3 * * *', time_zone: 'Europe/Paris' });
@@ -53,7 +54,11 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
         await expect.poll(async () => Number((await read())[0]?.lock_at_most_for_ms)).toBe(1_200_000);
         expect(timeOf((await read())[0]?.changed_at)).toBe(timeOf(first?.changed_at));
         await sleep(20);
-        guardOn(url, prefix).guard.schedule('0 4 * * *', { name: 'nightly', lockAtMostFor: '20m', timezone: 'Europe/Paris' }, () => undefined);
+        guardOn(url, prefix).guard.schedule(
+          '0 4 * * *',
+          { name: 'nightly', lockAtMostFor: '20m', timezone: 'Europe/Paris' },
+          () => undefined,
+        );
         await expect.poll(async () => (await read())[0]?.cron_expression).toBe('0 4 * * *');
         expect(timeOf((await read())[0]?.changed_at)).toBeGreaterThan(timeOf(first?.changed_at));
         const [ledger] = await guard.slots({ job: 'nightly' });
@@ -83,7 +88,9 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       expect(logger.warnings.filter((line) => line.includes('missed'))).toHaveLength(1);
       const raw = await openRaw(target.name, url);
       try {
-        const rows = await raw.query<{ missed_slots: number | string | null }>(`SELECT missed_slots FROM ${prefix}runs WHERE missed_slots IS NOT NULL`);
+        const rows = await raw.query<{ missed_slots: number | string | null }>(
+          `SELECT missed_slots FROM ${prefix}runs WHERE missed_slots IS NOT NULL`,
+        );
         expect(rows.map((row) => Number(row.missed_slots))).toEqual([2]);
       } finally {
         await raw.close();
@@ -99,13 +106,19 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       expect(json.code).toBe(1);
       const [printed] = JSON.parse(json.stdout) as { slots: { slot: string; outcome: string }[] }[];
       const listed = new Map(printed?.slots.map((entry) => [entry.slot, entry.outcome]));
-      expect([0, 1, 2, 3, 4].map((index) => listed.get(at(index).toISOString()))).toEqual(['succeeded', 'missed', 'missed', 'failed', 'succeeded']);
+      expect([0, 1, 2, 3, 4].map((index) => listed.get(at(index).toISOString()))).toEqual([
+        'succeeded',
+        'missed',
+        'missed',
+        'failed',
+        'succeeded',
+      ]);
       const text = await cronguard(['slots', ...common]);
       expect(text.stdout).toMatch(/^JOB +SCHEDULE +SLOTS +SUCCEEDED +LATE +MISSED/);
       expect(text.stdout).toContain(`ticker: ${at(1).toISOString().slice(0, 19).replace('T', ' ')}Z missed`);
     });
 
-    it("does not take the slot the running replicas are taking as a catch-up when a replica joins (catchUp)", async () => {
+    it('does not take the slot the running replicas are taking as a catch-up when a replica joins (catchUp)', async () => {
       const { guard, url, prefix } = await migratedGuard(target);
       const joiner = guardOn(url, prefix).guard;
       // Connections open first, so that the steps below take milliseconds.
@@ -136,10 +149,12 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
         runCoordinator: guard.coordinator({ lockAtMostFor: '10s' }),
       });
       try {
-        await expect.poll(async () => (await guard.slots({ job: 'coordinated' }))[0], { timeout: 10_000 }).toMatchObject({
-          expression: '* * * * * *',
-          timezone: 'America/New_York',
-        });
+        await expect
+          .poll(async () => (await guard.slots({ job: 'coordinated' }))[0], { timeout: 10_000 })
+          .toMatchObject({
+            expression: '* * * * * *',
+            timezone: 'America/New_York',
+          });
       } finally {
         await task.destroy();
       }

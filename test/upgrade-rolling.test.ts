@@ -43,7 +43,9 @@ describe.each(dialectTargets())('a rolling deploy from 0.1.0 on $name', (target)
       const all = [...olds, ...news];
       await Promise.all(news.map((replica) => replica.next('ready')));
       const mixedFrom = Date.now();
-      await expect.poll(() => runsOf(all).filter((run) => Date.parse(run.slot) > mixedFrom).length, { timeout: 20_000 }).toBeGreaterThanOrEqual(4);
+      await expect
+        .poll(() => runsOf(all).filter((run) => Date.parse(run.slot) > mixedFrom).length, { timeout: 20_000 })
+        .toBeGreaterThanOrEqual(4);
 
       // An old replica restarting mid-deploy (a crash, a node drained) calls 0.1.0's migrate() on the
       // migrated tables, and must start.

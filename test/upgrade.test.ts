@@ -29,7 +29,9 @@ async function oldGuardOn(url: string, prefix: string, lockedBy = 'old-replica')
 
 async function cli(bin: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], { env: { ...process.env, CRONGUARD_DATABASE_URL: '', DATABASE_URL: '' } });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
+      env: { ...process.env, CRONGUARD_DATABASE_URL: '', DATABASE_URL: '' },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -61,7 +63,10 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
     await guard.migrate();
     const raw = await openRaw(target.name, url);
     try {
-      await raw.query(`INSERT INTO ${prefix}schema_migrations (name, timestamp) VALUES (?, ?)`, ['999_from_a_newer_version', new Date().toISOString()]);
+      await raw.query(`INSERT INTO ${prefix}schema_migrations (name, timestamp) VALUES (?, ?)`, [
+        '999_from_a_newer_version',
+        new Date().toISOString(),
+      ]);
     } finally {
       await raw.close();
     }
@@ -72,23 +77,28 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
     expect([...logger.errors, ...logger.warnings, ...older.logger.errors, ...older.logger.warnings]).toEqual([]);
   });
 
-  it.skipIf(target.serverUrl === null)('says once, naming `cronguard migrate`, that the tables are older than it needs, and runs its jobs', async () => {
-    const url = databaseUrl(target);
-    const prefix = uniquePrefix();
-    // Tables as 0.1.0 left them: nobody ran the new version's migrate.
-    await (await oldGuardOn(url, prefix)).guard.migrate();
-    const { guard, logger } = guardOn(url, prefix, { lockedBy: 'not-migrated' });
-    for (let tick = 0; tick < 5; tick += 1) {
-      expect((await guard.run({ name: `job-${tick % 2}`, lockAtMostFor: '1m' }, () => tick)).executed).toBe(true);
-    }
-    await expect.poll(() => logger.warnings.length, { timeout: 10_000 }).toBe(1);
-    expect(logger.warnings[0]).toMatch(new RegExp(`^SCHEMA_OUTDATED: .*schema version 2; .* needs ${SCHEMA_VERSION}\\b.*\`cronguard migrate\``));
-    for (let tick = 0; tick < 5; tick += 1) await guard.run({ name: 'job-0', lockAtMostFor: '1m' }, () => tick);
-    expect(logger.warnings).toHaveLength(1);
-    expect(logger.errors).toEqual([]);
-    expect(await guard.versions()).toMatchObject({ schema: { database: 2, code: SCHEMA_VERSION }, replicas: [] });
-    expect((await guard.locks()).map((lock) => lock.version)).toEqual([null, null]);
-  });
+  it.skipIf(target.serverUrl === null)(
+    'says once, naming `cronguard migrate`, that the tables are older than it needs, and runs its jobs',
+    async () => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      // Tables as 0.1.0 left them: nobody ran the new version's migrate.
+      await (await oldGuardOn(url, prefix)).guard.migrate();
+      const { guard, logger } = guardOn(url, prefix, { lockedBy: 'not-migrated' });
+      for (let tick = 0; tick < 5; tick += 1) {
+        expect((await guard.run({ name: `job-${tick % 2}`, lockAtMostFor: '1m' }, () => tick)).executed).toBe(true);
+      }
+      await expect.poll(() => logger.warnings.length, { timeout: 10_000 }).toBe(1);
+      expect(logger.warnings[0]).toMatch(
+        new RegExp(`^SCHEMA_OUTDATED: .*schema version 2; .* needs ${SCHEMA_VERSION}\\b.*\`cronguard migrate\``),
+      );
+      for (let tick = 0; tick < 5; tick += 1) await guard.run({ name: 'job-0', lockAtMostFor: '1m' }, () => tick);
+      expect(logger.warnings).toHaveLength(1);
+      expect(logger.errors).toEqual([]);
+      expect(await guard.versions()).toMatchObject({ schema: { database: 2, code: SCHEMA_VERSION }, replicas: [] });
+      expect((await guard.locks()).map((lock) => lock.version)).toEqual([null, null]);
+    },
+  );
 
   it.skipIf(target.serverUrl === null)('shows the cronguard version of each lock holder: recorded, or none for 0.1.0', async () => {
     const url = databaseUrl(target);
@@ -100,7 +110,9 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
     await old.guard.run({ name: 'old-job', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
     await guard.run({ name: 'new-job', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
     await expect
-      .poll(async () => (await guard.locks()).map((lock) => [lock.name, lock.lockedBy, lock.version]), { timeout: 10_000 })
+      .poll(async () => (await guard.locks()).map((lock) => [lock.name, lock.lockedBy, lock.version]), {
+        timeout: 10_000,
+      })
       .toEqual([
         ['new-job', 'new-replica', version],
         ['old-job', 'old-replica', null],
@@ -122,51 +134,66 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
     expect(locks.stdout).toMatch(/^old-job +held +no +old-replica +< 0\.2\.0 /m);
     const versions = await cli(newBin, ['versions', ...common]);
     expect(versions).toMatchObject({ code: 0, stderr: '' });
-    expect(versions.stdout).toMatch(new RegExp(`^schema version ${SCHEMA_VERSION} \\(this cronguard, ${version.replaceAll('.', '\\.')}, needs ${SCHEMA_VERSION}\\)$`, 'm'));
+    expect(versions.stdout).toMatch(
+      new RegExp(
+        `^schema version ${SCHEMA_VERSION} \\(this cronguard, ${version.replaceAll('.', '\\.')}, needs ${SCHEMA_VERSION}\\)$`,
+        'm',
+      ),
+    );
     expect(versions.stdout).toMatch(new RegExp(`^new-replica +${version.replaceAll('.', '\\.')} `, 'm'));
     expect(versions.stdout).toMatch(/^old-job +old-replica +< 0\.2\.0$/m);
   });
 
-  it.skipIf(target.serverUrl === null)('reads the history 0.1.0 wrote, after migrating its tables, as 0.1.0 read it: history(), doctor() and the CLI', async () => {
-    const url = databaseUrl(target);
-    const prefix = uniquePrefix();
-    const old = await oldGuardOn(url, prefix);
-    await old.guard.migrate();
-    await old.guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'done');
-    await old.guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => new Promise((resolve) => setTimeout(resolve, 30)));
-    await old.guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
-    await expect(old.guard.run({ name: 'broken', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no route')))).rejects.toThrow('no route');
-    const common = ['--database', url, '--table-prefix', prefix];
-    const before = {
-      history: await old.guard.history({ limit: 100 }),
-      doctor: await old.guard.doctor(),
-      historyText: await cli(old.bin, ['history', ...common]),
-      historyJson: await cli(old.bin, ['history', '--json', ...common]),
-      doctorJson: await cli(old.bin, ['doctor', '--json', ...common]),
-    };
-    expect(before.history.runs).toHaveLength(4);
-    expect(before.historyText).toMatchObject({ code: 0, stderr: '' });
+  it.skipIf(target.serverUrl === null)(
+    'reads the history 0.1.0 wrote, after migrating its tables, as 0.1.0 read it: history(), doctor() and the CLI',
+    async () => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      const old = await oldGuardOn(url, prefix);
+      await old.guard.migrate();
+      await old.guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'done');
+      await old.guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => new Promise((resolve) => setTimeout(resolve, 30)));
+      await old.guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
+      await expect(old.guard.run({ name: 'broken', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no route')))).rejects.toThrow(
+        'no route',
+      );
+      const common = ['--database', url, '--table-prefix', prefix];
+      const before = {
+        history: await old.guard.history({ limit: 100 }),
+        doctor: await old.guard.doctor(),
+        historyText: await cli(old.bin, ['history', ...common]),
+        historyJson: await cli(old.bin, ['history', '--json', ...common]),
+        doctorJson: await cli(old.bin, ['doctor', '--json', ...common]),
+      };
+      expect(before.history.runs).toHaveLength(4);
+      expect(before.historyText).toMatchObject({ code: 0, stderr: '' });
 
-    const { guard, logger } = guardOn(url, prefix);
-    expect(await guard.migrate()).toEqual({ database: SCHEMA_VERSION, code: SCHEMA_VERSION });
-    // Each run now also says who triggered it (migration 004): nobody, for what 0.1.0 ran.
-    const runs = before.history.runs.map((run) => ({ ...run, triggeredBy: null }));
-    expect(await guard.history({ limit: 100 })).toEqual({ ...before.history, runs });
-    const doctor = await guard.doctor();
-    expect(doctor).toHaveLength(before.doctor.length);
-    // doctor() says more since 0.1.0 (cancelled runs, the holder and its version): what 0.1.0 said is unchanged.
-    before.doctor.forEach((diagnosis, index) => expect(doctor[index]).toMatchObject({ ...diagnosis, lockedBy: 'old-replica', version: null }));
-    expect(await cli(newBin, ['history', ...common])).toEqual(before.historyText);
-    const historyJson = await cli(newBin, ['history', '--json', ...common]);
-    expect({ ...historyJson, stdout: '' }).toEqual({ ...before.historyJson, stdout: '' });
-    const oldPage = JSON.parse(before.historyJson.stdout) as { runs: Record<string, unknown>[] };
-    expect(JSON.parse(historyJson.stdout)).toEqual({ ...oldPage, runs: oldPage.runs.map((run) => ({ ...run, triggeredBy: null })) });
-    const doctorJson = await cli(newBin, ['doctor', '--json', ...common]);
-    expect(doctorJson.code).toBe(before.doctorJson.code);
-    const oldDiagnoses = JSON.parse(before.doctorJson.stdout) as Record<string, unknown>[];
-    const newDiagnoses = JSON.parse(doctorJson.stdout) as Record<string, unknown>[];
-    expect(newDiagnoses).toHaveLength(oldDiagnoses.length);
-    oldDiagnoses.forEach((diagnosis, index) => expect(newDiagnoses[index]).toMatchObject(diagnosis));
-    expect([...logger.errors, ...logger.warnings, ...old.logger.errors, ...old.logger.warnings]).toEqual([]);
-  });
+      const { guard, logger } = guardOn(url, prefix);
+      expect(await guard.migrate()).toEqual({ database: SCHEMA_VERSION, code: SCHEMA_VERSION });
+      // Each run now also says who triggered it (migration 004): nobody, for what 0.1.0 ran.
+      const runs = before.history.runs.map((run) => ({ ...run, triggeredBy: null }));
+      expect(await guard.history({ limit: 100 })).toEqual({ ...before.history, runs });
+      const doctor = await guard.doctor();
+      expect(doctor).toHaveLength(before.doctor.length);
+      // doctor() says more since 0.1.0 (cancelled runs, the holder and its version): what 0.1.0 said is unchanged.
+      before.doctor.forEach((diagnosis, index) =>
+        expect(doctor[index]).toMatchObject({ ...diagnosis, lockedBy: 'old-replica', version: null }),
+      );
+      expect(await cli(newBin, ['history', ...common])).toEqual(before.historyText);
+      const historyJson = await cli(newBin, ['history', '--json', ...common]);
+      expect({ ...historyJson, stdout: '' }).toEqual({ ...before.historyJson, stdout: '' });
+      const oldPage = JSON.parse(before.historyJson.stdout) as { runs: Record<string, unknown>[] };
+      expect(JSON.parse(historyJson.stdout)).toEqual({
+        ...oldPage,
+        runs: oldPage.runs.map((run) => ({ ...run, triggeredBy: null })),
+      });
+      const doctorJson = await cli(newBin, ['doctor', '--json', ...common]);
+      expect(doctorJson.code).toBe(before.doctorJson.code);
+      const oldDiagnoses = JSON.parse(before.doctorJson.stdout) as Record<string, unknown>[];
+      const newDiagnoses = JSON.parse(doctorJson.stdout) as Record<string, unknown>[];
+      expect(newDiagnoses).toHaveLength(oldDiagnoses.length);
+      oldDiagnoses.forEach((diagnosis, index) => expect(newDiagnoses[index]).toMatchObject(diagnosis));
+      expect([...logger.errors, ...logger.warnings, ...old.logger.errors, ...old.logger.warnings]).toEqual([]);
+    },
+  );
 });

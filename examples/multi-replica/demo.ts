@@ -41,7 +41,11 @@ await Promise.all(replicas.map((child) => new Promise((resolve) => child.once('e
 const guard = createGuard({ database });
 const { runs } = await guard.history({ job: 'demo-report', limit: 1_000 });
 // The slot ledger: one outcome per slot the schedule implies in the window (missed: no replica ran it).
-const [ledger] = await guard.slots({ job: 'demo-report', since: new Date(windowStart), until: new Date(windowEnd + 1_000) });
+const [ledger] = await guard.slots({
+  job: 'demo-report',
+  since: new Date(windowStart),
+  until: new Date(windowEnd + 1_000),
+});
 await guard.close();
 
 console.log('\nThe run history (cronguard history):\n');

@@ -22,9 +22,13 @@ symlinkSync(repoRoot, join(here, 'node_modules', 'cronguard'), 'dir');
 console.log('Compiling the Nest app (tsc -p examples/nestjs)…');
 execFileSync(join(repoRoot, 'node_modules', '.bin', 'tsc'), ['-p', join(here, 'tsconfig.json')], { stdio: 'inherit' });
 
-console.log(`Starting ${REPLICAS} replicas of the Nest app on ${database.startsWith('sqlite:') ? 'a shared SQLite file' : database.replace(/\/\/[^@]*@/, '//…@')}…\n`);
+console.log(
+  `Starting ${REPLICAS} replicas of the Nest app on ${database.startsWith('sqlite:') ? 'a shared SQLite file' : database.replace(/\/\/[^@]*@/, '//…@')}…\n`,
+);
 const replicas: ChildProcess[] = Array.from({ length: REPLICAS }, (_, index) =>
-  fork(join(here, 'dist', 'main.js'), [], { env: { ...process.env, DATABASE_URL: database, REPLICA_NAME: `replica-${index + 1}` } }),
+  fork(join(here, 'dist', 'main.js'), [], {
+    env: { ...process.env, DATABASE_URL: database, REPLICA_NAME: `replica-${index + 1}` },
+  }),
 );
 await Promise.all(
   replicas.map(
@@ -44,7 +48,9 @@ for (const child of replicas) child.kill('SIGTERM');
 await Promise.all(replicas.map((child) => new Promise((resolve) => child.once('exit', resolve))));
 
 // The built package, as the app loads it (this folder's package.json stops a self-reference).
-const { createGuard } = (await import(pathToFileURL(join(repoRoot, 'dist', 'src', 'index.js')).href)) as typeof import('../../src/index.js');
+const { createGuard } = (await import(
+  pathToFileURL(join(repoRoot, 'dist', 'src', 'index.js')).href
+)) as typeof import('../../src/index.js');
 const guard = createGuard({ database });
 let failed = false;
 console.log('');
@@ -71,7 +77,10 @@ for (const [job, everyMs] of [
     if (ranOn.length === 0) missed += 1;
     for (const replica of ranOn) winners.set(replica, (winners.get(replica) ?? 0) + 1);
   }
-  const split = [...winners].sort().map(([replica, count]) => `${replica} ${count}`).join(', ');
+  const split = [...winners]
+    .sort()
+    .map(([replica, count]) => `${replica} ${count}`)
+    .join(', ');
   console.log(`${job}: ${slots} slots, ${executions} runs (${split}), ${duplicates} duplicates, ${missed} missed`);
   if (duplicates > 0 || missed > 0) failed = true;
 }

@@ -71,7 +71,15 @@ export class Administration {
     this.schedules = createScheduleStore(parts.db, parts.dialect, parts.tables);
     this.#readSlots = createSlotsReader(parts.db, parts.dialect, parts.tables, this.schedules, () => this.#lockReader.now());
     const { db, dialect, tables, logger, isClosed } = parts;
-    this.slotWatch = new SlotWatch({ db, dialect, tables, logger, isClosed, schedules: this.schedules, ...parts.slotWatch });
+    this.slotWatch = new SlotWatch({
+      db,
+      dialect,
+      tables,
+      logger,
+      isClosed,
+      schedules: this.schedules,
+      ...parts.slotWatch,
+    });
     // After each win, off the acquire path: the guard's own `acquired` event.
     parts.slotWatch.events.on('acquired', ({ job, runId, slot }) => this.slotWatch.acquired(job, runId, slot));
   }
@@ -88,7 +96,10 @@ export class Administration {
   locks(): Promise<LockRecord[]> {
     return this.#reading(async () => {
       const replicas = await this.#replicas.list();
-      return (await this.#lockReader.list(await this.#hasControls())).map((lock) => ({ ...lock, version: holderVersion(lock.lockedBy, replicas) }));
+      return (await this.#lockReader.list(await this.#hasControls())).map((lock) => ({
+        ...lock,
+        version: holderVersion(lock.lockedBy, replicas),
+      }));
     }, 'locks');
   }
 
@@ -97,12 +108,18 @@ export class Administration {
     return this.#reading(async () => {
       const schema = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
       const replicas: ReplicaRecord[] = await this.#replicas.list();
-      const holders = (await this.#lockReader.list(schema.database >= OPERATOR_CONTROLS_SCHEMA_VERSION)).filter((lock) => lock.state === 'held');
+      const holders = (await this.#lockReader.list(schema.database >= OPERATOR_CONTROLS_SCHEMA_VERSION)).filter(
+        (lock) => lock.state === 'held',
+      );
       return {
         package: packageVersionOrUnknown(),
         schema,
         replicas,
-        holders: holders.map((lock) => ({ job: lock.name, lockedBy: lock.lockedBy, version: holderVersion(lock.lockedBy, replicas) })),
+        holders: holders.map((lock) => ({
+          job: lock.name,
+          lockedBy: lock.lockedBy,
+          version: holderVersion(lock.lockedBy, replicas),
+        })),
       };
     }, 'versions');
   }
@@ -129,13 +146,17 @@ export class Administration {
       const replicas = await this.#replicas.list();
       const diagnoses: JobDiagnosis[] = [];
       const schedules = new Map((await this.schedules.list()).map((schedule) => [schedule.name, schedule]));
-      const ledgers = new Map((await this.#readSlots({ since: new Date(now.getTime() - PROBLEM_WINDOW_MS) })).map((ledger) => [ledger.job, ledger]));
+      const ledgers = new Map(
+        (await this.#readSlots({ since: new Date(now.getTime() - PROBLEM_WINDOW_MS) })).map((ledger) => [ledger.job, ledger]),
+      );
       // Every lock row, then the declared schedules that never ran (no lock row yet: who declared it).
       const controls = await this.#hasControls();
       const locks = await this.#lockReader.list(controls);
       const holders = [
         ...locks.map((lock) => ({ name: lock.name, lockedBy: lock.lockedBy })),
-        ...[...schedules.values()].filter((schedule) => !locks.some((lock) => lock.name === schedule.name)).map((schedule) => ({ name: schedule.name, lockedBy: schedule.declaredBy })),
+        ...[...schedules.values()]
+          .filter((schedule) => !locks.some((lock) => lock.name === schedule.name))
+          .map((schedule) => ({ name: schedule.name, lockedBy: schedule.declaredBy })),
       ];
       for (const { name, lockedBy } of holders) {
         const { runs } = await this.#readHistory({ job: name, limit: RUNS_PER_JOB }, { withSkips: false, controls });

@@ -74,7 +74,9 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
 
   async function audit(job: string, action: ControlAction, by: string, reason: string | null, until: Date | null): Promise<void> {
     await sql`INSERT INTO ${controls} (id, job_name, action, actor, reason, pause_until, changed_at)
-      VALUES (${randomUUID()}, ${job}, ${action}, ${by}, ${reason}, ${until === null ? null : reads.timeParameter(until)}, ${now})`.execute(db);
+      VALUES (${randomUUID()}, ${job}, ${action}, ${by}, ${reason}, ${until === null ? null : reads.timeParameter(until)}, ${now})`.execute(
+      db,
+    );
   }
 
   async function rowExists(job: string): Promise<boolean> {
@@ -100,12 +102,22 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
 
   async function pauseState(job: string): Promise<PauseState | undefined> {
     // Aliases that are no keyword anywhere (BY, UNTIL, FORCE are, on one server or another).
-    const { rows } = await sql<{ paused_until: Date | string | null; paused_reason: string | null; paused_by: string; paused_at: Date | string }>`
+    const { rows } = await sql<{
+      paused_until: Date | string | null;
+      paused_reason: string | null;
+      paused_by: string;
+      paused_at: Date | string;
+    }>`
       SELECT ${time('paused_until')} AS paused_until, paused_reason, paused_by, ${time('paused_at')} AS paused_at
         FROM ${locks} WHERE name = ${job} AND ${pausedNow}`.execute(db);
     const row = rows[0];
     if (row === undefined) return undefined;
-    return { until: row.paused_until === null ? null : toDate(row.paused_until), reason: row.paused_reason, by: row.paused_by, at: toDate(row.paused_at) };
+    return {
+      until: row.paused_until === null ? null : toDate(row.paused_until),
+      reason: row.paused_reason,
+      by: row.paused_by,
+      at: toDate(row.paused_at),
+    };
   }
 
   return {
@@ -115,14 +127,17 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
     async pause(change: PauseChange): Promise<PauseState> {
       const { job, by, reason } = change;
       const at = await databaseNow();
-      const until = change.until === null ? null : change.until instanceof Date ? change.until : new Date(at.getTime() + change.until.afterMs);
+      const until =
+        change.until === null ? null : change.until instanceof Date ? change.until : new Date(at.getTime() + change.until.afterMs);
       const untilValue = until === null ? null : reads.timeParameter(until);
       const atValue = reads.timeParameter(at);
       await onRow(
         job,
         async () =>
-          (await sql`UPDATE ${locks} SET paused_until = ${untilValue}, paused_reason = ${reason}, paused_by = ${by}, paused_at = ${atValue}
-            WHERE name = ${job}`.execute(db)).numAffectedRows ?? 0n,
+          (
+            await sql`UPDATE ${locks} SET paused_until = ${untilValue}, paused_reason = ${reason}, paused_by = ${by}, paused_at = ${atValue}
+            WHERE name = ${job}`.execute(db)
+          ).numAffectedRows ?? 0n,
         // A row that was never taken: free now, no holder token, no slot run yet.
         () =>
           sql`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, paused_until, paused_reason, paused_by, paused_at)
@@ -159,7 +174,9 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
      */
     async requestTrigger(job: string, by: string, force: boolean): Promise<string> {
       if (!force && (await pauseState(job)) !== undefined) {
-        throw new GuardError('JOB_PAUSED', `Job "${job}" is paused, so it was not triggered; resume it first, or force the trigger`, { job });
+        throw new GuardError('JOB_PAUSED', `Job "${job}" is paused, so it was not triggered; resume it first, or force the trigger`, {
+          job,
+        });
       }
       const id = randomUUID();
       // 1 and 0, not booleans: better-sqlite3 binds no boolean, and PostgreSQL reads '1' as true.
@@ -167,8 +184,10 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
       await onRow(
         job,
         async () =>
-          (await sql`UPDATE ${locks} SET trigger_id = ${id}, trigger_by = ${by}, trigger_at = ${now}, trigger_force = ${forced}
-            WHERE name = ${job}`.execute(db)).numAffectedRows ?? 0n,
+          (
+            await sql`UPDATE ${locks} SET trigger_id = ${id}, trigger_by = ${by}, trigger_at = ${now}, trigger_force = ${forced}
+            WHERE name = ${job}`.execute(db)
+          ).numAffectedRows ?? 0n,
         () =>
           sql`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, trigger_id, trigger_by, trigger_at, trigger_force)
             VALUES (${job}, ${now}, ${now}, ${by}, ${id}, ${by}, ${now}, ${forced})`.execute(db),
@@ -180,10 +199,20 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
 
     /** Every pending request: the one statement a replica's poll sends, whatever its number of jobs. */
     async pendingTriggers(): Promise<PendingTrigger[]> {
-      const { rows } = await sql<{ job: string; trigger_id: string; trigger_by: string; trigger_force: boolean | number | null }>`
+      const { rows } = await sql<{
+        job: string;
+        trigger_id: string;
+        trigger_by: string;
+        trigger_force: boolean | number | null;
+      }>`
         SELECT ${sql.raw(reads.name('name'))} AS job, trigger_id, trigger_by, trigger_force
           FROM ${locks} WHERE trigger_id IS NOT NULL`.execute(db);
-      return rows.map((row) => ({ job: row.job, id: row.trigger_id, by: row.trigger_by, force: Boolean(Number(row.trigger_force)) }));
+      return rows.map((row) => ({
+        job: row.job,
+        id: row.trigger_id,
+        by: row.trigger_by,
+        force: Boolean(Number(row.trigger_force)),
+      }));
     },
 
     /** Marks a run as a manual one, asked for by `by` (its history row, when history is on). */
@@ -201,7 +230,15 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
 
     /** The job's control changes, newest first. */
     async audit(job: string, limit: number): Promise<ControlRecord[]> {
-      const { rows } = await sql<{ id: string; job: string; action: ControlAction; actor: string; reason: string | null; pause_until: Date | string | null; changed_at: Date | string }>`
+      const { rows } = await sql<{
+        id: string;
+        job: string;
+        action: ControlAction;
+        actor: string;
+        reason: string | null;
+        pause_until: Date | string | null;
+        changed_at: Date | string;
+      }>`
         SELECT id, ${sql.raw(reads.name('job_name'))} AS job, action, actor, reason, ${time('pause_until')} AS pause_until, ${time('changed_at')} AS changed_at
           FROM ${controls} WHERE job_name = ${job} ORDER BY changed_at DESC, id DESC LIMIT ${limit}`.execute(db);
       return rows.map((row) => ({

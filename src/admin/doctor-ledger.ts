@@ -16,7 +16,12 @@ export interface LedgerDiagnosis {
  * lockAtLeastFor at or above the schedule's interval, which eats slots (every slot that comes while
  * it holds the lock is skipped, `overlapped`); a lockAtMostFor below the p99 duration of its runs.
  */
-export function diagnoseLedger(schedule: DeclaredSchedule, ledger: JobLedger | undefined, runs: readonly RunRecord[], now: Date): LedgerDiagnosis {
+export function diagnoseLedger(
+  schedule: DeclaredSchedule,
+  ledger: JobLedger | undefined,
+  runs: readonly RunRecord[],
+  now: Date,
+): LedgerDiagnosis {
   const problems: string[] = [];
   const missed = ledger?.counts.missed ?? 0;
   const late = ledger?.counts.late ?? 0;

@@ -76,7 +76,10 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
   const ahead = lastDay
     .filter((run) => run.slot !== null)
     .map((run) => ({ run, ms: (run.slot?.getTime() ?? 0) - run.startedAt.getTime() }))
-    .reduce<{ run: RunRecord; ms: number } | undefined>((furthest, entry) => (furthest === undefined || entry.ms > furthest.ms ? entry : furthest), undefined);
+    .reduce<{ run: RunRecord; ms: number } | undefined>(
+      (furthest, entry) => (furthest === undefined || entry.ms > furthest.ms ? entry : furthest),
+      undefined,
+    );
   const diagnosis = {
     job,
     runs: real.length,

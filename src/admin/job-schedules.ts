@@ -105,7 +105,9 @@ export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, table
     },
     /** The newest slot that ran (the lock row's watermark), or null: for catch-up at start. */
     async lastSlot(job: string): Promise<Date | null> {
-      const { rows } = await sql<{ slot: Date | string | null }>`SELECT ${sql.raw(reads.time('last_slot'))} AS slot FROM ${locks} WHERE name = ${job}`.execute(db);
+      const { rows } = await sql<{
+        slot: Date | string | null;
+      }>`SELECT ${sql.raw(reads.time('last_slot'))} AS slot FROM ${locks} WHERE name = ${job}`.execute(db);
       const slot = rows[0]?.slot;
       return slot === undefined || slot === null ? null : toDate(slot);
     },

@@ -22,7 +22,12 @@ export interface LockRecord {
    */
   readonly version: string | null;
   /** The operator's pause in force (`guard.pause`), or null; a pause whose `until` has passed is null. */
-  readonly paused: { readonly until: Date | null; readonly reason: string | null; readonly by: string; readonly at: Date } | null;
+  readonly paused: {
+    readonly until: Date | null;
+    readonly reason: string | null;
+    readonly by: string;
+    readonly at: Date;
+  } | null;
   /** A "run now" request no replica has run yet (`guard.trigger`), or null. */
   readonly pendingTrigger: { readonly by: string; readonly at: Date; readonly force: boolean } | null;
 }
@@ -72,8 +77,19 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
     ].join(', '),
   );
   // On tables before migration 004: no pause, no trigger (what the acquire statements read there too).
-  const controlColumns = ['paused_until', 'paused_reason', 'paused_by', 'paused_at', 'trigger_id', 'trigger_by', 'trigger_at', 'trigger_force'];
-  const columnsBeforeControls = sql.raw([...lockColumns, '0 AS paused_now', ...controlColumns.map((column) => `NULL AS ${column}`)].join(', '));
+  const controlColumns = [
+    'paused_until',
+    'paused_reason',
+    'paused_by',
+    'paused_at',
+    'trigger_id',
+    'trigger_by',
+    'trigger_at',
+    'trigger_force',
+  ];
+  const columnsBeforeControls = sql.raw(
+    [...lockColumns, '0 AS paused_now', ...controlColumns.map((column) => `NULL AS ${column}`)].join(', '),
+  );
   // Frees a lock by hand: expires it now, on the database's clock. The token stays, so that the
   // next taker still finds the run it takes over from and marks it abandoned if it is running.
   const now = sql.raw(reads.now);
@@ -111,7 +127,9 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
                 }
               : null,
           pendingTrigger:
-            row.trigger_id === null || row.trigger_at === null ? null : { by: row.trigger_by ?? '', at: toDate(row.trigger_at), force: Boolean(Number(row.trigger_force)) },
+            row.trigger_id === null || row.trigger_at === null
+              ? null
+              : { by: row.trigger_by ?? '', at: toDate(row.trigger_at), force: Boolean(Number(row.trigger_force)) },
         };
       });
     },

@@ -40,14 +40,19 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
       migrationLockTableName: lockTable,
       ...(schema === undefined ? {} : { migrationTableSchema: schema }),
     });
-  await migrateToLatest(dialect, started, () => Promise.resolve(migrator(tables.migrations, tables.migrationLock, baseMigrations(context))));
+  await migrateToLatest(dialect, started, () =>
+    Promise.resolve(migrator(tables.migrations, tables.migrationLock, baseMigrations(context))),
+  );
   await migrateToLatest(dialect, started, async () => {
     // A newer version's migrations are in the ledger and not in this code: Kysely refuses a ledger
     // naming migrations it was not given, so they are given, as already done. Read before the
     // migrator starts: on SQLite its transaction holds the one connection.
     const applied = await appliedSchemaMigrations(db, dialect, context.tables);
     const known = schemaMigrations(context);
-    return migrator(tables.schemaMigrations, tables.schemaMigrationLock, { ...Object.fromEntries(applied.map((name) => [name, APPLIED_ELSEWHERE])), ...known });
+    return migrator(tables.schemaMigrations, tables.schemaMigrationLock, {
+      ...Object.fromEntries(applied.map((name) => [name, APPLIED_ELSEWHERE])),
+      ...known,
+    });
   });
   try {
     return await readSchemaVersions(db, dialect, context.tables);
@@ -86,5 +91,7 @@ async function currentSchema(db: Kysely<unknown>, dialect: Dialect): Promise<str
 }
 
 function migrationFailed(error: unknown): GuardError {
-  return new GuardError('MIGRATION_FAILED', `Migrating the cronguard tables failed: ${messageOf(error)}`, { cause: error });
+  return new GuardError('MIGRATION_FAILED', `Migrating the cronguard tables failed: ${messageOf(error)}`, {
+    cause: error,
+  });
 }

@@ -42,11 +42,15 @@ export function createReplicaTable(db: Kysely<unknown>, dialect: Dialect, tables
     async write(lockedBy: string, version: string, starting: boolean): Promise<void> {
       const update = () =>
         starting
-          ? sql`UPDATE ${replicas} SET version = ${version}, started_at = ${now}, seen_at = ${now} WHERE locked_by = ${lockedBy}`.execute(db)
+          ? sql`UPDATE ${replicas} SET version = ${version}, started_at = ${now}, seen_at = ${now} WHERE locked_by = ${lockedBy}`.execute(
+              db,
+            )
           : sql`UPDATE ${replicas} SET version = ${version}, seen_at = ${now} WHERE locked_by = ${lockedBy}`.execute(db);
       if ((await update()).numAffectedRows !== 0n) return;
       try {
-        await sql`INSERT INTO ${replicas} (locked_by, version, started_at, seen_at) VALUES (${lockedBy}, ${version}, ${now}, ${now})`.execute(db);
+        await sql`INSERT INTO ${replicas} (locked_by, version, started_at, seen_at) VALUES (${lockedBy}, ${version}, ${now}, ${now})`.execute(
+          db,
+        );
       } catch (error) {
         if ((await update()).numAffectedRows === 0n) throw error;
       }
@@ -59,7 +63,12 @@ export function createReplicaTable(db: Kysely<unknown>, dialect: Dialect, tables
     async list(): Promise<ReplicaRecord[]> {
       try {
         const { rows } = await sql<ReplicaRow>`SELECT ${columns} FROM ${replicas} ORDER BY seen_at DESC, locked_by`.execute(db);
-        return rows.map((row) => ({ lockedBy: row.locked_by, version: row.version, startedAt: toDate(row.started_at), seenAt: toDate(row.seen_at) }));
+        return rows.map((row) => ({
+          lockedBy: row.locked_by,
+          version: row.version,
+          startedAt: toDate(row.started_at),
+          seenAt: toDate(row.seen_at),
+        }));
       } catch (error) {
         if (dialect.isMissingTable(error)) return [];
         throw error;

@@ -145,9 +145,21 @@ export class SlotWatch {
     const { db, dialect, events, logger } = this.#parts;
     const reads = dialect.reads;
     const columns = sql.raw(
-      [`${reads.time('slot')} AS slot`, 'status', `${reads.time('started_at')} AS started_at`, `${reads.time('finished_at')} AS finished_at`, `${reads.time('lock_until')} AS lock_until`].join(', '),
+      [
+        `${reads.time('slot')} AS slot`,
+        'status',
+        `${reads.time('started_at')} AS started_at`,
+        `${reads.time('finished_at')} AS finished_at`,
+        `${reads.time('lock_until')} AS lock_until`,
+      ].join(', '),
     );
-    const { rows } = await sql<{ slot: Date | string; status: string; started_at: Date | string; finished_at: Date | string | null; lock_until: Date | string | null }>`
+    const { rows } = await sql<{
+      slot: Date | string;
+      status: string;
+      started_at: Date | string;
+      finished_at: Date | string | null;
+      lock_until: Date | string | null;
+    }>`
       SELECT ${columns} FROM ${this.#runs}
        WHERE job_name = ${schedule.name} AND slot < ${reads.timeParameter(slot)} AND status <> 'skipped'
        ORDER BY slot DESC LIMIT 1`.execute(db);
@@ -203,7 +215,9 @@ export class SlotWatch {
           // Once until it works again: a guard not yet migrated to 005 keeps running its jobs.
           if (this.#declareFailed) return;
           this.#declareFailed = true;
-          logger.warn(`Declaring the schedule of job "${schedule.name}" for the slot ledger failed (run \`cronguard migrate\`?): ${messageOf(error)}`);
+          logger.warn(
+            `Declaring the schedule of job "${schedule.name}" for the slot ledger failed (run \`cronguard migrate\`?): ${messageOf(error)}`,
+          );
         },
       ),
     );

@@ -4,7 +4,16 @@ import { resolveCronSlots } from '../core/cron-slots.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import type { DurationInput } from '../core/duration.js';
 import { validateJobName } from '../core/job-options.js';
-import { expectedSlots, lateAfterMs, MAX_LEDGER_SLOTS, slotLedger, summarizeLedger, type LedgerRun, type LedgerSlot, type SlotOutcome } from '../core/slot-ledger.js';
+import {
+  expectedSlots,
+  lateAfterMs,
+  MAX_LEDGER_SLOTS,
+  slotLedger,
+  summarizeLedger,
+  type LedgerRun,
+  type LedgerSlot,
+  type SlotOutcome,
+} from '../core/slot-ledger.js';
 import { pointInTime } from './history.js';
 import type { DeclaredSchedule, ScheduleStore } from './job-schedules.js';
 import { toDate } from './run-record.js';
@@ -55,7 +64,13 @@ interface LedgerRow {
 }
 
 /** Reads ledgers: the declared schedules, then per job one range read of its runs by slot. */
-export function createSlotsReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames, schedules: ScheduleStore, databaseNow: () => Promise<Date>) {
+export function createSlotsReader(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  tables: TableNames,
+  schedules: ScheduleStore,
+  databaseNow: () => Promise<Date>,
+) {
   const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   const reads = dialect.reads;
   const columns = sql.raw(
@@ -106,7 +121,11 @@ export function createSlotsReader(db: Kysely<unknown>, dialect: Dialect, tables:
       if (cron === undefined) continue;
       const retired = now.getTime() - schedule.declaredAt.getTime() > RETIRE_AFTER_MS;
       const from = new Date(Math.max(since.getTime(), schedule.changedAt.getTime()));
-      const end = Math.min(until.getTime(), now.getTime(), retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY);
+      const end = Math.min(
+        until.getTime(),
+        now.getTime(),
+        retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY,
+      );
       const to = new Date(Math.max(end, from.getTime()));
       const expected = expectedSlots(cron, from, to);
       const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;

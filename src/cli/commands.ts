@@ -31,7 +31,11 @@ export async function migrateCommand(guard: Guard): Promise<CommandOutput> {
   const schema = await guard.migrate();
   // A database migrated by a newer cronguard stays ahead: migrations only go forward.
   const ahead = schema.database > schema.code ? `, ahead of this cronguard's ${schema.code}: a newer version migrated it` : '';
-  return { text: `cronguard: tables are up to date (schema version ${schema.database}${ahead})\n`, json: { migrated: true, schema }, exitCode: 0 };
+  return {
+    text: `cronguard: tables are up to date (schema version ${schema.database}${ahead})\n`,
+    json: { migrated: true, schema },
+    exitCode: 0,
+  };
 }
 
 /** What a holder's version shows as when it recorded none: its guard predates the replica table. */
@@ -110,7 +114,21 @@ export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
   ]);
   const problems = jobs.flatMap((job) => job.problems.map((problem) => printable(`${job.job}: ${problem}`)));
   const table = formatTable(
-    ['job', 'runs', 'failed', 'cancelled', 'abandoned', 'overran', 'p50', 'p95', 'max', 'lock at most for', 'suggested', 'version', 'status'],
+    [
+      'job',
+      'runs',
+      'failed',
+      'cancelled',
+      'abandoned',
+      'overran',
+      'p50',
+      'p95',
+      'max',
+      'lock at most for',
+      'suggested',
+      'version',
+      'status',
+    ],
     rows,
   );
   const text =
@@ -125,7 +143,11 @@ export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
 export async function pruneCommand(guard: Guard, options: CommandOptions): Promise<CommandOutput> {
   if (options.olderThan === undefined) throw new UsageError('prune needs --older-than <duration>, such as --older-than 30d');
   const deleted = await guard.prune(options.olderThan);
-  return { text: `Deleted ${deleted} run(s) older than ${printable(options.olderThan)}.\n`, json: { deleted }, exitCode: 0 };
+  return {
+    text: `Deleted ${deleted} run(s) older than ${printable(options.olderThan)}.\n`,
+    json: { deleted },
+    exitCode: 0,
+  };
 }
 
 export async function unlockCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {

@@ -44,7 +44,10 @@ export async function pauseCommand(guard: Guard, job: string | undefined, option
 
 export async function resumeCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
   const name = jobOf(job, 'resume');
-  const wasPaused = await guard.resume(name, { by: options.by ?? defaultActor(), ...(options.reason === undefined ? {} : { reason: options.reason }) });
+  const wasPaused = await guard.resume(name, {
+    by: options.by ?? defaultActor(),
+    ...(options.reason === undefined ? {} : { reason: options.reason }),
+  });
   const text = wasPaused ? `Resumed "${printable(name)}".\n` : `"${printable(name)}" was not paused.\n`;
   return { text, json: { job: name, resumed: wasPaused }, exitCode: 0 };
 }
@@ -62,6 +65,7 @@ export async function auditCommand(guard: Guard, job: string | undefined, option
   if (!Number.isInteger(limit)) throw new UsageError(`--limit expects a whole number, got "${printable(options.limit ?? '')}"`);
   const entries = await guard.controls(name, { limit });
   const rows = entries.map((entry) => [formatTime(entry.at), entry.action, entry.by, formatTime(entry.until), oneLine(entry.reason)]);
-  const text = entries.length === 0 ? `No control changes for "${printable(name)}".\n` : formatTable(['at', 'action', 'by', 'until', 'reason'], rows);
+  const text =
+    entries.length === 0 ? `No control changes for "${printable(name)}".\n` : formatTable(['at', 'action', 'by', 'until', 'reason'], rows);
   return { text, json: entries, exitCode: 0 };
 }

@@ -127,7 +127,8 @@ export async function main(argv: string[]): Promise<number> {
   const stray = Object.keys(values).find((key) => !['database', 'table-prefix', 'json'].includes(key) && !allowed.includes(key));
   if (stray !== undefined) return fail(`${command} does not take --${stray}`);
   const [job, extra] = rest;
-  if (extra !== undefined || (job !== undefined && !JOB_COMMANDS.has(command))) return fail(`unexpected argument "${printable(extra ?? job ?? '')}"`);
+  if (extra !== undefined || (job !== undefined && !JOB_COMMANDS.has(command)))
+    return fail(`unexpected argument "${printable(extra ?? job ?? '')}"`);
 
   // An empty variable counts as unset (a blank line in an .env file), so DATABASE_URL still applies.
   const fromEnvironment = (name: string): { database: string; source: string } | undefined => {
@@ -164,7 +165,11 @@ export async function main(argv: string[]): Promise<number> {
   let guard: Guard | undefined;
   try {
     // Errors are logged by the CLI itself, once, as one line.
-    guard = createGuard({ database, tablePrefix: values['table-prefix'] ?? 'cronguard_', logger: { warn: () => {}, error: () => {} } });
+    guard = createGuard({
+      database,
+      tablePrefix: values['table-prefix'] ?? 'cronguard_',
+      logger: { warn: () => {}, error: () => {} },
+    });
     const output =
       command === 'dashboard'
         ? await dashboardCommand(guard, { port: values.port, host: values.host, readOnly: values['read-only'] })

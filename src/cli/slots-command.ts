@@ -37,7 +37,11 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
     ledger.slots
       .filter((entry) => LISTED.has(entry.outcome))
       .slice(-MAX_LISTED)
-      .map((entry) => printable(`${ledger.job}: ${formatTime(entry.slot)} ${entry.outcome}${entry.delayMs === null ? '' : ` (started ${entry.delayMs} ms after)`}`)),
+      .map((entry) =>
+        printable(
+          `${ledger.job}: ${formatTime(entry.slot)} ${entry.outcome}${entry.delayMs === null ? '' : ` (started ${entry.delayMs} ms after)`}`,
+        ),
+      ),
   );
   const text =
     ledgers.length === 0

@@ -12,7 +12,10 @@ import { statementAnswer, TIMED_OUT } from './timeout.js';
 /** After this many acquireTimeouts, an acquire that never answered no longer holds back the next one. */
 const STALE_AFTER_TIMEOUTS = 10;
 
-const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({ status: 'failed', error: 'not run: the acquire answered after acquireTimeout' });
+const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({
+  status: 'failed',
+  error: 'not run: the acquire answered after acquireTimeout',
+});
 
 /**
  * Takes locks for a runner, and owns what that needs to remember: the acquires under way in this
@@ -46,7 +49,8 @@ export class LockAcquirer {
     // An acquire that has not answered for ten times acquireTimeout may never answer (a server that
     // vanished without closing the connection): past that, one fresh acquire may go out, so that a
     // process recovers without a restart once the database is back.
-    const waitForPending = pending !== undefined && performance.now() - pending.sentAt < STALE_AFTER_TIMEOUTS * environment.statementTimeoutMs;
+    const waitForPending =
+      pending !== undefined && performance.now() - pending.sentAt < STALE_AFTER_TIMEOUTS * environment.statementTimeoutMs;
     // A fresh token per execution is the ownership check; locked_by is only for humans.
     const request: AcquireRequest = {
       token: randomUUID(),
@@ -118,7 +122,12 @@ export class LockAcquirer {
     return this.#skipped(job, request, outcome);
   }
 
-  async #skipped(job: ResolvedJob, request: AcquireRequest, reason: 'locked' | 'slot-done' | 'paused', { record }: { record: boolean } = { record: true }): Promise<Skip> {
+  async #skipped(
+    job: ResolvedJob,
+    request: AcquireRequest,
+    reason: 'locked' | 'slot-done' | 'paused',
+    { record }: { record: boolean } = { record: true },
+  ): Promise<Skip> {
     const environment = this.#site.dependencies;
     if (record && environment.recordSkips) await recordSkip(environment, job, request);
     if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot: request.slot, reason });
@@ -149,10 +158,14 @@ function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown): Guard
   if (dialect.isLockWaitTimeout(cause)) {
     // The wait was cut by the database's own lock timeout (SQLite's busy timeout, which a guard
     // opened from a URL sets to acquireTimeout; lock_timeout; innodb_lock_wait_timeout).
-    return new GuardError('ACQUIRE_TIMEOUT', `Taking the lock of job "${job.name}" gave up waiting for another connection's lock, so the run was skipped`, {
-      cause,
-      job: job.name,
-    });
+    return new GuardError(
+      'ACQUIRE_TIMEOUT',
+      `Taking the lock of job "${job.name}" gave up waiting for another connection's lock, so the run was skipped`,
+      {
+        cause,
+        job: job.name,
+      },
+    );
   }
   if (dialect.isMissingTable(cause)) {
     return new GuardError(

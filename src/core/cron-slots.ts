@@ -61,7 +61,9 @@ export function resolveCronSlots(cron: unknown, timezone: unknown, job: string):
     try {
       slots.slotAt(new Date());
     } catch {
-      throw new TypeError(`Expected \`cron\` of job ${JSON.stringify(job)} to fire at least once every 17 years, got ${describeValue(cron)}`);
+      throw new TypeError(
+        `Expected \`cron\` of job ${JSON.stringify(job)} to fire at least once every 17 years, got ${describeValue(cron)}`,
+      );
     }
     if (known.size >= MAX_KNOWN) known.clear();
     known.set(key, slots);

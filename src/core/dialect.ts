@@ -198,7 +198,12 @@ export interface Dialect<Native = unknown> {
    * (`native`); resolves with a function that stops listening, or undefined when it cannot listen
    * (no pool of the guard's). `lost` is called once if the connection drops.
    */
-  listenForTriggers?(native: Native | undefined, tables: TableNames, onRequest: () => void, lost: (error: unknown) => void): Promise<(() => Promise<void>) | undefined>;
+  listenForTriggers?(
+    native: Native | undefined,
+    tables: TableNames,
+    onRequest: () => void,
+    lost: (error: unknown) => void,
+  ): Promise<(() => Promise<void>) | undefined>;
 }
 
 /**

@@ -76,7 +76,8 @@ export function messageOf(error: unknown): string {
 function plainMessageOf(error: unknown): unknown {
   if (!(error instanceof Error)) return String(error);
   if (error.message !== '') return error.message;
-  const inner = error instanceof AggregateError ? (error.errors as unknown[]).find((each) => each instanceof Error && each.message !== '') : undefined;
+  const inner =
+    error instanceof AggregateError ? (error.errors as unknown[]).find((each) => each instanceof Error && each.message !== '') : undefined;
   if (inner instanceof Error) return inner.message;
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' ? code : error.name;

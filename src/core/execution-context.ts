@@ -129,7 +129,9 @@ export class Execution implements ExecutionContext {
     if (this.#stopped) return false;
     const durationMs = duration === undefined ? this.#job.lockAtMostForMs : parseDuration(duration, { option: 'duration', job: this.name });
     if (durationMs <= 0) {
-      throw new TypeError(`Expected \`duration\` of job ${JSON.stringify(this.name)} to be a duration greater than 0, got ${describeValue(duration)}`);
+      throw new TypeError(
+        `Expected \`duration\` of job ${JSON.stringify(this.name)} to be a duration greater than 0, got ${describeValue(duration)}`,
+      );
     }
     // The new expiry counts from before the extend is sent; a failed or late one moves nothing.
     const sentAt = performance.now();
@@ -144,7 +146,11 @@ export class Execution implements ExecutionContext {
     // A lock really lost is then reported by the release itself.
     if (outcome === 'lost' && !this.#stopped) {
       this.#hooks.lost();
-      this.abort(new GuardError('LOCK_LOST', `Job "${this.name}" lost its lock: another execution holds it now`, { job: this.name }));
+      this.abort(
+        new GuardError('LOCK_LOST', `Job "${this.name}" lost its lock: another execution holds it now`, {
+          job: this.name,
+        }),
+      );
       // Nothing left to keep alive.
       this.#stopTimers();
     }
@@ -181,7 +187,11 @@ export class Execution implements ExecutionContext {
     if (this.#ended) return;
     this.#ended = true;
     this.#stopTimers();
-    this.abort(new GuardError('EXECUTION_ENDED', `The execution of job "${this.name}" has ended: its lock is given back`, { job: this.name }));
+    this.abort(
+      new GuardError('EXECUTION_ENDED', `The execution of job "${this.name}" has ended: its lock is given back`, {
+        job: this.name,
+      }),
+    );
   }
 
   #stopTimers(): void {
@@ -196,7 +206,9 @@ export class Execution implements ExecutionContext {
     const remaining = this.deadline - performance.now();
     if (remaining <= 0) {
       this.#controller?.abort(
-        new GuardError('DEADLINE', `Job "${this.name}" reached its deadline: its lock expires soon`, { job: this.name }),
+        new GuardError('DEADLINE', `Job "${this.name}" reached its deadline: its lock expires soon`, {
+          job: this.name,
+        }),
       );
       return;
     }
@@ -212,15 +224,21 @@ export class Execution implements ExecutionContext {
 
   /** Keep-alive: extend every interval; after a failure, try again sooner while the lock lasts. */
   #scheduleKeepAlive(delayMs: number): void {
-    this.#keepAliveTimer = setTimeout(() => {
-      this.extend().then((extended) => {
-        if (this.#stopped) return;
-        const interval = this.#job.keepAliveIntervalMs ?? delayMs;
-        if (extended) this.#scheduleKeepAlive(interval);
-        else if (performance.now() < this.#lockExpiresAt) this.#scheduleKeepAlive(Math.min(interval, KEEP_ALIVE_RETRY_MS));
-      }, () => undefined);
-      // An interval longer than a timer can wait (lockAtMostFor over 74 days) extends sooner: harmless.
-    }, Math.min(delayMs, MAX_TIMER_MS));
+    this.#keepAliveTimer = setTimeout(
+      () => {
+        this.extend().then(
+          (extended) => {
+            if (this.#stopped) return;
+            const interval = this.#job.keepAliveIntervalMs ?? delayMs;
+            if (extended) this.#scheduleKeepAlive(interval);
+            else if (performance.now() < this.#lockExpiresAt) this.#scheduleKeepAlive(Math.min(interval, KEEP_ALIVE_RETRY_MS));
+          },
+          () => undefined,
+        );
+        // An interval longer than a timer can wait (lockAtMostFor over 74 days) extends sooner: harmless.
+      },
+      Math.min(delayMs, MAX_TIMER_MS),
+    );
     this.#keepAliveTimer.unref();
   }
 }

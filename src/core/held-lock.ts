@@ -60,7 +60,10 @@ export class HeldLock implements LockClaim, ExecutionHooks {
       if (extended === TIMED_OUT) throw new Error(`no answer within ${statementTimeoutMs} ms`);
       return extended ? 'extended' : 'lost';
     } catch (cause) {
-      const error = new GuardError('EXTEND_FAILED', `Extending the lock of job "${job.name}" failed: ${messageOf(cause)}`, { cause, job: job.name });
+      const error = new GuardError('EXTEND_FAILED', `Extending the lock of job "${job.name}" failed: ${messageOf(cause)}`, {
+        cause,
+        job: job.name,
+      });
       logger.error(error.message);
       events.emit('error', { job: job.name, error });
       return 'failed';
@@ -158,7 +161,9 @@ export class HeldLock implements LockClaim, ExecutionHooks {
   #expireAt(at: number): void {
     const remaining = at - performance.now();
     this.#expiryTimer =
-      remaining > MAX_TIMER_MS ? setTimeout(() => this.#expireAt(at), MAX_TIMER_MS) : setTimeout(() => this.#settle?.(), Math.max(0, remaining));
+      remaining > MAX_TIMER_MS
+        ? setTimeout(() => this.#expireAt(at), MAX_TIMER_MS)
+        : setTimeout(() => this.#settle?.(), Math.max(0, remaining));
     this.#expiryTimer.unref();
   }
 }

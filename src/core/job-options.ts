@@ -89,9 +89,7 @@ export function resolveDefaults(defaults: JobDefaults | undefined, label = 'defa
     throw new TypeError(`Expected \`${label}\` to be an object, got ${describeValue(defaults)}`);
   }
   const lockAtMostForMs =
-    defaults?.lockAtMostFor === undefined
-      ? undefined
-      : positiveDuration(defaults.lockAtMostFor, `${label}.lockAtMostFor`, undefined);
+    defaults?.lockAtMostFor === undefined ? undefined : positiveDuration(defaults.lockAtMostFor, `${label}.lockAtMostFor`, undefined);
   const lockAtLeastForMs =
     defaults?.lockAtLeastFor === undefined
       ? 0
@@ -117,13 +115,11 @@ export function resolveJob(options: JobOptions, defaults: ResolvedDefaults): Res
   }
   const name = validateJobName(options.name);
   const lockAtMostForMs =
-    options.lockAtMostFor === undefined
-      ? defaults.lockAtMostForMs
-      : positiveDuration(options.lockAtMostFor, 'lockAtMostFor', name);
+    options.lockAtMostFor === undefined ? defaults.lockAtMostForMs : positiveDuration(options.lockAtMostFor, 'lockAtMostFor', name);
   if (lockAtMostForMs === undefined) {
     throw new TypeError(
       `Expected \`lockAtMostFor\` of job ${JSON.stringify(name)} to be a duration like '5m' or 'PT5M', got undefined ` +
-        '(set it on the job or in the guard\'s `defaults`)',
+        "(set it on the job or in the guard's `defaults`)",
     );
   }
   const lockAtLeastForMs =
@@ -226,9 +222,7 @@ export function validateJobName(name: unknown): string {
     for (const _ of name) codePoints += 1;
     if (codePoints <= MAX_NAME_LENGTH) return name;
   }
-  throw new TypeError(
-    `Expected \`name\` to be a string of 1 to ${MAX_NAME_LENGTH} characters without NUL, got ${describeValue(name)}`,
-  );
+  throw new TypeError(`Expected \`name\` to be a string of 1 to ${MAX_NAME_LENGTH} characters without NUL, got ${describeValue(name)}`);
 }
 
 /**

@@ -10,7 +10,10 @@ export function packageVersion(): string {
   let folder = new URL('.', import.meta.url);
   for (let depth = 0; depth < 5; depth += 1) {
     try {
-      const manifest = JSON.parse(readFileSync(new URL('package.json', folder), 'utf8')) as { name?: unknown; version?: unknown };
+      const manifest = JSON.parse(readFileSync(new URL('package.json', folder), 'utf8')) as {
+        name?: unknown;
+        version?: unknown;
+      };
       if (manifest.name === 'cronguard' && typeof manifest.version === 'string') return manifest.version;
     } catch {
       // No package.json here (or not ours): look one folder up.

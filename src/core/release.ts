@@ -32,22 +32,25 @@ const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
  * dropped connection), the history row lacks the message, which the warning, the `failed` event
  * and `run`'s rejection still carry.
  */
-export async function releaseLock(
-  site: LockSite,
-  held: LockClaim,
-  firstOutcome: RunOutcome,
-  lockExpiresAt: number,
-): Promise<void> {
+export async function releaseLock(site: LockSite, held: LockClaim, firstOutcome: RunOutcome, lockExpiresAt: number): Promise<void> {
   const { job } = held;
   const runId = held.request.token;
   const environment = site.dependencies;
   let outcome = firstOutcome;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      const released = await statementAnswer(environment.store, environment.store.release(job, runId, outcome), environment.statementTimeoutMs);
+      const released = await statementAnswer(
+        environment.store,
+        environment.store.release(job, runId, outcome),
+        environment.statementTimeoutMs,
+      );
       if (released === TIMED_OUT) {
         // Not retried: the statement may still apply, and a second one would then match nothing.
-        report(environment, held, `took over ${environment.statementTimeoutMs} ms; if it never completes, the lock expires at lockAtMostFor`);
+        report(
+          environment,
+          held,
+          `took over ${environment.statementTimeoutMs} ms; if it never completes, the lock expires at lockAtMostFor`,
+        );
         return;
       }
       if (environment.events.has('released')) environment.events.emit('released', { job: job.name, runId, released });
@@ -59,7 +62,12 @@ export async function releaseLock(
       return;
     } catch (cause) {
       if (site.stopped.aborted) {
-        report(environment, held, `failed after shutdown ended the guard's connections; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
+        report(
+          environment,
+          held,
+          `failed after shutdown ended the guard's connections; it expires by itself at lockAtMostFor: ${messageOf(cause)}`,
+          cause,
+        );
         return;
       }
       const backoff = RELEASE_BACKOFF_MS[attempt];
@@ -74,7 +82,12 @@ export async function releaseLock(
         outcome = { status: outcome.status, error: null };
       }
       if (!(await pause(backoff, site.stopped))) {
-        report(environment, held, `failed, and shutdown ended the guard's connections before it could be tried again; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
+        report(
+          environment,
+          held,
+          `failed, and shutdown ended the guard's connections before it could be tried again; it expires by itself at lockAtMostFor: ${messageOf(cause)}`,
+          cause,
+        );
         return;
       }
     }
@@ -111,12 +124,20 @@ function overran(environment: RunDependencies, held: LockClaim, warn = true): vo
         'another replica could have started it meanwhile.',
     );
   }
-  environment.events.emit('overran', { job: job.name, runId: held.request.token, durationMs, lockAtMostForMs: job.lockAtMostForMs });
+  environment.events.emit('overran', {
+    job: job.name,
+    runId: held.request.token,
+    durationMs,
+    lockAtMostForMs: job.lockAtMostForMs,
+  });
 }
 
 function report(environment: RunDependencies, held: LockClaim, what: string, cause?: unknown): void {
   const { job } = held;
-  const error = new GuardError('RELEASE_FAILED', `Releasing the lock of job "${job.name}" ${what}`, { cause, job: job.name });
+  const error = new GuardError('RELEASE_FAILED', `Releasing the lock of job "${job.name}" ${what}`, {
+    cause,
+    job: job.name,
+  });
   environment.logger.error(error.message);
   environment.events.emit('error', { job: job.name, error });
 }

@@ -162,7 +162,9 @@ export class Runner implements ResolvedJobRunner, LockTaker {
 
   /** The skip of a run requested once the runner is closed: a warning, and a `skipped` event like every skip. */
   #refuse(job: ResolvedJob, slot: Date | null): Skip {
-    const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, { job: job.name });
+    const error = new GuardError('GUARD_CLOSED', `The guard is closed; job "${job.name}" was skipped`, {
+      job: job.name,
+    });
     this.#dependencies.logger.warn(error.message);
     // Every skip emits `skipped` (the OpenTelemetry skip counter counts these), as error skips in acquire do.
     this.#dependencies.events.emit('skipped', { job: job.name, slot, reason: 'error', error });
@@ -180,7 +182,9 @@ export class Runner implements ResolvedJobRunner, LockTaker {
     const { runContext } = this.#dependencies;
     let value: Awaited<T>;
     try {
-      value = await executionStorage.run(execution, () => (runContext === undefined ? fn(execution) : runContext(execution.runId, () => fn(execution))));
+      value = await executionStorage.run(execution, () =>
+        runContext === undefined ? fn(execution) : runContext(execution.runId, () => fn(execution)),
+      );
     } catch (jobError) {
       // Read before the execution ends: its signal then aborts with EXECUTION_ENDED.
       const ending = endingOf(execution, jobError);

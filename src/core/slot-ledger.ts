@@ -8,7 +8,16 @@ import type { CronSlots } from './cron-slots.js';
  */
 export type SlotOutcome = 'succeeded' | 'failed' | 'cancelled' | 'running' | 'overlapped' | 'paused' | 'late' | 'missed';
 
-export const SLOT_OUTCOMES: readonly SlotOutcome[] = ['succeeded', 'failed', 'cancelled', 'running', 'overlapped', 'paused', 'late', 'missed'];
+export const SLOT_OUTCOMES: readonly SlotOutcome[] = [
+  'succeeded',
+  'failed',
+  'cancelled',
+  'running',
+  'overlapped',
+  'paused',
+  'late',
+  'missed',
+];
 
 /** A history row as the ledger reads it: a run or a recorded skip of a slotted execution. */
 export interface LedgerRun {
@@ -92,7 +101,12 @@ export function expectedSlots(
  *   slot's time (running, or finished after it, or within its lockAtLeastFor), or when a skip was
  *   recorded for it (`recordSkips`); else `missed`.
  */
-export function slotLedger(slots: readonly Date[], following: Date | null, runs: readonly LedgerRun[], lockAtLeastForMs: number): LedgerSlot[] {
+export function slotLedger(
+  slots: readonly Date[],
+  following: Date | null,
+  runs: readonly LedgerRun[],
+  lockAtLeastForMs: number,
+): LedgerSlot[] {
   const bySlot = new Map<number, LedgerRun>();
   const skipped = new Set<number>();
   const held: LedgerRun[] = [];
@@ -124,7 +138,13 @@ export function slotLedger(slots: readonly Date[], following: Date | null, runs:
       const after = slots[index + 1] ?? following;
       const intervalMs = after === null ? 60_000 : after.getTime() - at;
       const delayMs = run.startedAt.getTime() - at;
-      ledger.push({ slot, outcome: runOutcome(run, delayMs > lateAfterMs(intervalMs)), runId: run.id, delayMs, catchUp: run.catchUp });
+      ledger.push({
+        slot,
+        outcome: runOutcome(run, delayMs > lateAfterMs(intervalMs)),
+        runId: run.id,
+        delayMs,
+        catchUp: run.catchUp,
+      });
       continue;
     }
     const overlapped = heldUntil > at || skipped.has(at);

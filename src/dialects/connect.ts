@@ -83,7 +83,8 @@ export function openDatabase(input: DatabaseInput, dialect: Dialect, settings: O
   // MySQL: the guard's strings go through the user's driver as bytes, never as quoted text.
   if (isKysely(input)) return { ...yours, db: dialect.handles.adoptKysely(input as unknown as Kysely<unknown>), native: undefined };
   const native = dialect.handles.nativeOf(input);
-  if (native === undefined) throw new TypeError(`Expected \`database\` to be a ${dialect.name} handle, got ${describeWrongDatabase(input)}`);
+  if (native === undefined)
+    throw new TypeError(`Expected \`database\` to be a ${dialect.name} handle, got ${describeWrongDatabase(input)}`);
   return { ...yours, db: dialect.handles.adopt(native), native };
 }
 
@@ -140,7 +141,12 @@ function withoutPassword(url: string): string {
 /** A Kysely instance, by the public members the guard uses (the app's kysely may be another copy). */
 function isKysely(value: object): value is KyselyLike {
   const kysely = value as Partial<Record<keyof KyselyLike, unknown>>;
-  return typeof kysely.executeQuery === 'function' && typeof kysely.connection === 'function' && 'introspection' in value && 'isTransaction' in value;
+  return (
+    typeof kysely.executeQuery === 'function' &&
+    typeof kysely.connection === 'function' &&
+    'introspection' in value &&
+    'isTransaction' in value
+  );
 }
 
 function dialectOfKysely(input: KyselyLike): Dialect {
@@ -152,7 +158,9 @@ function dialectOfKysely(input: KyselyLike): Dialect {
   const db = input as unknown as Kysely<unknown>;
   const dialect = DIALECTS.find((candidate) => candidate.handles.ownsKysely(db));
   if (dialect !== undefined) return dialect;
-  throw new TypeError(`Expected \`database\` to be a Kysely instance on PostgreSQL, MySQL or SQLite, got one using ${introspectorName(db)}`);
+  throw new TypeError(
+    `Expected \`database\` to be a Kysely instance on PostgreSQL, MySQL or SQLite, got one using ${introspectorName(db)}`,
+  );
 }
 
 /**

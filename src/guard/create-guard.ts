@@ -53,7 +53,10 @@ export class Guard extends OperatedGuard implements RunnerHost {
     const resolved = resolveGuardOptions(options);
     const { dialect } = resolved;
     // Opened last, once every option is known good: a failed createGuard leaves nothing open.
-    const opened = openDatabase(resolved.database, dialect, { logger: resolved.logger, acquireTimeoutMs: resolved.acquireTimeoutMs });
+    const opened = openDatabase(resolved.database, dialect, {
+      logger: resolved.logger,
+      acquireTimeoutMs: resolved.acquireTimeoutMs,
+    });
     // Built before `this` exists, for the methods OperatedGuard holds. A run that executed
     // (whatever started it) may start the hourly retention prune.
     const { runner, events } = createGuardRunner(resolved, opened, () => admin.pruneByRetention());
@@ -63,10 +66,25 @@ export class Guard extends OperatedGuard implements RunnerHost {
       ...resolved,
       db: opened.db,
       isClosed,
-      slotWatch: { events, lockedBy: resolved.lockedBy, history: resolved.history, track: (work) => void runner.track(work) },
+      slotWatch: {
+        events,
+        lockedBy: resolved.lockedBy,
+        history: resolved.history,
+        track: (work) => void runner.track(work),
+      },
     });
     const { tables, lockedBy, logger, history, controlPollIntervalMs: pollIntervalMs } = resolved;
-    const operator = new GuardControls({ db: opened.db, dialect, tables, native: opened.native, lockedBy, logger, history, pollIntervalMs, isClosed });
+    const operator = new GuardControls({
+      db: opened.db,
+      dialect,
+      tables,
+      native: opened.native,
+      lockedBy,
+      logger,
+      history,
+      pollIntervalMs,
+      isClosed,
+    });
     super(admin, operator);
     this.#admin = admin;
     this.#operator = operator;
@@ -91,7 +109,11 @@ export class Guard extends OperatedGuard implements RunnerHost {
       return opened.close();
     };
     // A "run now" request goes through the runner like any run, with the trigger on its request.
-    operator.attach({ events, track: (work) => runner.track(work), runTriggered: (job, fn, trigger) => this.#jobs.runResolved(job, fn, { slot: null, trigger }) });
+    operator.attach({
+      events,
+      track: (work) => runner.track(work),
+      runTriggered: (job, fn, trigger) => this.#jobs.runResolved(job, fn, { slot: null, trigger }),
+    });
   }
 
   /** The guard's runner for validated jobs, for this package's integrations only; a decorated job with `cron` declares its schedule. @internal */
@@ -164,7 +186,13 @@ export class Guard extends OperatedGuard implements RunnerHost {
       throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
     }
     const task = scheduleJob(
-      { runner: this.#jobs, tasks: this.#tasks, tasksChanged: () => this.#warmUp.requestArm(), logger: this.#options.logger, slotWatch: this.#admin.slotWatch },
+      {
+        runner: this.#jobs,
+        tasks: this.#tasks,
+        tasksChanged: () => this.#warmUp.requestArm(),
+        logger: this.#options.logger,
+        slotWatch: this.#admin.slotWatch,
+      },
       expression,
       options,
       fn,
@@ -182,7 +210,12 @@ export class Guard extends OperatedGuard implements RunnerHost {
    */
   coordinator(options: CoordinatorOptions = {}): RunCoordinator {
     return createRunCoordinator(
-      { runner: this.#runner, defaults: this.#options.defaults, logger: this.#options.logger, slotWatch: this.#admin.slotWatch },
+      {
+        runner: this.#runner,
+        defaults: this.#options.defaults,
+        logger: this.#options.logger,
+        slotWatch: this.#admin.slotWatch,
+      },
       options,
     );
   }
@@ -219,7 +252,10 @@ export class Guard extends OperatedGuard implements RunnerHost {
   shutdown(options: ShutdownOptions = {}): Promise<void> {
     let timeoutMs: number;
     try {
-      timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, { option: 'timeout', job: undefined });
+      timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, {
+        option: 'timeout',
+        job: undefined,
+      });
     } catch (error) {
       // A method that returns a promise reports through it, never by throwing.
       return Promise.reject(error as Error);

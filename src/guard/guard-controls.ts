@@ -39,7 +39,11 @@ export interface TriggerOptions {
 }
 
 /** Runs a job for a "run now" request: no slot, and the take clears the request (`AcquireRequest.trigger`). */
-export type RunTriggered = (job: ResolvedJob, fn: JobFunction<unknown>, trigger: NonNullable<AcquireRequest['trigger']>) => Promise<RunResult<unknown>>;
+export type RunTriggered = (
+  job: ResolvedJob,
+  fn: JobFunction<unknown>,
+  trigger: NonNullable<AcquireRequest['trigger']>,
+) => Promise<RunResult<unknown>>;
 
 /** What a guard's controls work on. */
 export interface GuardControlsParts {
@@ -94,7 +98,10 @@ export class GuardControls {
       pending: () => this.#store.pendingTriggers(),
       ...(dialect.listenForTriggers === undefined
         ? {}
-        : { listen: (wake: () => void, lost: (error: unknown) => void) => dialect.listenForTriggers?.(native, tables, wake, lost) ?? Promise.resolve(undefined) }),
+        : {
+            listen: (wake: () => void, lost: (error: unknown) => void) =>
+              dialect.listenForTriggers?.(native, tables, wake, lost) ?? Promise.resolve(undefined),
+          }),
     });
   }
 
@@ -128,7 +135,8 @@ export class GuardControls {
     this.#assertOpen('trigger');
     const job = validateJobName(name);
     const force = options.force === undefined ? false : options.force;
-    if (typeof force !== 'boolean') throw new TypeError(`Expected \`force\` of job ${JSON.stringify(job)} to be a boolean, got ${describeValue(force)}`);
+    if (typeof force !== 'boolean')
+      throw new TypeError(`Expected \`force\` of job ${JSON.stringify(job)} to be a boolean, got ${describeValue(force)}`);
     return this.#store.requestTrigger(job, this.#by(options.by, job), force);
   }
 
@@ -155,7 +163,9 @@ export class GuardControls {
     if (job.autoPauseAfterFailures === undefined) return;
     if (!this.#parts.history) {
       if (!this.#warnedNoHistory) {
-        this.#parts.logger.warn(`Job "${job.name}" has autoPause, which counts failed runs in the run history: with \`history: false\` it never pauses`);
+        this.#parts.logger.warn(
+          `Job "${job.name}" has autoPause, which counts failed runs in the run history: with \`history: false\` it never pauses`,
+        );
       }
       this.#warnedNoHistory = true;
       return;
@@ -211,7 +221,9 @@ export class GuardControls {
     try {
       const outcomes = await this.#store.latestOutcomes(job.name, failures);
       if (outcomes.length < failures || outcomes.some((status) => status !== 'failed')) return;
-      const reason = storableText(`auto-paused after ${failures} failed runs in a row; the last failed with: ${messageOf(error)}`.slice(0, MAX_TEXT_LENGTH));
+      const reason = storableText(
+        `auto-paused after ${failures} failed runs in a row; the last failed with: ${messageOf(error)}`.slice(0, MAX_TEXT_LENGTH),
+      );
       const by = this.#parts.lockedBy;
       if (!(await this.#store.autoPause(job.name, by, reason))) return;
       this.#parts.logger.warn(`Job "${job.name}" was ${reason}. No replica runs it until \`cronguard resume\` or guard.resume()`);
@@ -235,7 +247,9 @@ export class GuardControls {
 function optionalText(value: unknown, option: string, job: string): string | null {
   if (value === undefined) return null;
   if (typeof value === 'string' && value.length <= MAX_TEXT_LENGTH) return storableText(value);
-  throw new TypeError(`Expected \`${option}\` of job ${JSON.stringify(job)} to be a string of at most ${MAX_TEXT_LENGTH} characters, got ${describeValue(value)}`);
+  throw new TypeError(
+    `Expected \`${option}\` of job ${JSON.stringify(job)} to be a string of at most ${MAX_TEXT_LENGTH} characters, got ${describeValue(value)}`,
+  );
 }
 
 /** A pause's end: a valid Date, or a duration greater than 0 from now. */
@@ -248,4 +262,3 @@ function untilOf(value: Date | DurationInput, job: string): Date | { afterMs: nu
   if (afterMs > 0) return { afterMs };
   throw new TypeError(`Expected \`until\` of job ${JSON.stringify(job)} to be a duration greater than 0, got ${describeValue(value)}`);
 }
-

@@ -86,9 +86,7 @@ export function resolveGuardOptions(options: GuardOptions | undefined): Resolved
   }
   const lockedBy = options.lockedBy === undefined ? `${hostname()}:${process.pid}` : options.lockedBy;
   if (typeof lockedBy !== 'string' || lockedBy.length === 0 || lockedBy.length > MAX_LOCKED_BY_LENGTH) {
-    throw new TypeError(
-      `Expected \`lockedBy\` to be a string of 1 to ${MAX_LOCKED_BY_LENGTH} characters, got ${describeValue(lockedBy)}`,
-    );
+    throw new TypeError(`Expected \`lockedBy\` to be a string of 1 to ${MAX_LOCKED_BY_LENGTH} characters, got ${describeValue(lockedBy)}`);
   }
   const history = options.history === undefined ? true : options.history;
   if (typeof history !== 'boolean') throw new TypeError(`Expected \`history\` to be a boolean, got ${describeValue(history)}`);
@@ -126,11 +124,27 @@ export function resolveGuardOptions(options: GuardOptions | undefined): Resolved
     job: undefined,
   });
   if (controlPollIntervalMs < 100) {
-    throw new TypeError(`Expected \`controlPollInterval\` to be a duration of at least 100 ms, got ${describeValue(options.controlPollInterval)}`);
+    throw new TypeError(
+      `Expected \`controlPollInterval\` to be a duration of at least 100 ms, got ${describeValue(options.controlPollInterval)}`,
+    );
   }
   const database = options.database;
   if (database === undefined) throw missingDatabase();
   const dialect = dialectOf(database);
   const tables = resolveTableNames(options.tablePrefix === undefined ? DEFAULT_TABLE_PREFIX : options.tablePrefix, dialect);
-  return { database, dialect, tables, lockedBy, logger: safeLogger(logger), history, recordSkips, retentionMs, acquireTimeoutMs, telemetry, preparedStatements, defaults, controlPollIntervalMs };
+  return {
+    database,
+    dialect,
+    tables,
+    lockedBy,
+    logger: safeLogger(logger),
+    history,
+    recordSkips,
+    retentionMs,
+    acquireTimeoutMs,
+    telemetry,
+    preparedStatements,
+    defaults,
+    controlPollIntervalMs,
+  };
 }

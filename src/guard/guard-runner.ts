@@ -12,14 +12,28 @@ import { schemaGatedLockStore } from './schema-gated-lock-store.js';
  * when `telemetry` is on), and what runs after a run that executed (`afterExecuted`: the retention
  * prune). The runner owns the run state.
  */
-export function createGuardRunner(resolved: ResolvedGuardOptions, opened: OpenedDatabase, afterExecuted: () => void): { runner: Runner; events: GuardEvents } {
+export function createGuardRunner(
+  resolved: ResolvedGuardOptions,
+  opened: OpenedDatabase,
+  afterExecuted: () => void,
+): { runner: Runner; events: GuardEvents } {
   const { dialect, tables } = resolved;
   const events = new GuardEvents(resolved.logger);
   // Records this replica's cronguard version beside its lockedBy, rarely, after the locks it takes
   // (a losing acquire still writes nothing).
-  const presence = new ReplicaPresence({ db: opened.db, dialect, tables, lockedBy: resolved.lockedBy, logger: resolved.logger });
+  const presence = new ReplicaPresence({
+    db: opened.db,
+    dialect,
+    tables,
+    lockedBy: resolved.lockedBy,
+    logger: resolved.logger,
+  });
   events.on('acquired', () => presence.noteActivity());
-  const settings = { native: resolved.preparedStatements ? opened.native : undefined, history: resolved.history, acquireTimeoutMs: resolved.acquireTimeoutMs };
+  const settings = {
+    native: resolved.preparedStatements ? opened.native : undefined,
+    history: resolved.history,
+    acquireTimeoutMs: resolved.acquireTimeoutMs,
+  };
   // The pause is read only once the tables have its columns (migration 004): on tables nobody
   // migrated yet, the jobs still run, with the statements of before.
   const store = schemaGatedLockStore(

@@ -65,7 +65,6 @@ export class OperatedGuard {
     return this.#admin.prune(cutoff);
   }
 
-
   /**
    * Pauses a job on every replica: from its next attempt on, no replica starts it (each attempt is
    * skipped with reason `paused`: one read that writes nothing). A run already going is not

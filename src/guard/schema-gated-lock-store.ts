@@ -14,11 +14,7 @@ export const SCHEMA_RECHECK_MS = 60_000;
  * `withControls` (whose own failure then says what is wrong), and the next one reads again.
  * Everything but the acquire is the same SQL in both stores and goes to `withControls`.
  */
-export function schemaGatedLockStore(
-  withControls: LockStore,
-  without: LockStore,
-  hasControls: () => Promise<boolean>,
-): LockStore {
+export function schemaGatedLockStore(withControls: LockStore, without: LockStore, hasControls: () => Promise<boolean>): LockStore {
   let known: boolean | undefined;
   let checkedAt = Number.NEGATIVE_INFINITY;
   let checking: Promise<boolean | undefined> | undefined;

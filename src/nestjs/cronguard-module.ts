@@ -1,4 +1,11 @@
-import { Logger as NestLogger, type DynamicModule, type FactoryProvider, type ModuleMetadata, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import {
+  Logger as NestLogger,
+  type DynamicModule,
+  type FactoryProvider,
+  type ModuleMetadata,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { createGuard, Guard } from '../guard/create-guard.js';
 import type { DurationInput } from '../core/duration.js';
 import type { GuardOptions } from '../guard/guard-options.js';
@@ -47,7 +54,10 @@ export class CronguardModule {
     });
   }
 
-  static #module(imports: NonNullable<ModuleMetadata['imports']>, optionsProvider: NonNullable<ModuleMetadata['providers']>[number]): DynamicModule {
+  static #module(
+    imports: NonNullable<ModuleMetadata['imports']>,
+    optionsProvider: NonNullable<ModuleMetadata['providers']>[number],
+  ): DynamicModule {
     return {
       module: CronguardModule,
       global: true,

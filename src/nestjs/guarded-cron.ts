@@ -25,7 +25,11 @@ export interface GuardedCronOptions extends Omit<JobOptions, 'cron' | 'timezone'
  */
 export function GuardedCron(expression: string, options: GuardedCronOptions): MethodDecorator {
   const { timeZone, disabled, ...job } = options;
-  const jobOptions: JobOptions = { ...job, cron: expression, ...(timeZone === undefined ? {} : { timezone: timeZone }) };
+  const jobOptions: JobOptions = {
+    ...job,
+    cron: expression,
+    ...(timeZone === undefined ? {} : { timezone: timeZone }),
+  };
   checkJobOptions(jobOptions);
   const guard = createGuardedDecorator(
     lateBoundRunner(

@@ -41,7 +41,7 @@ export function capacityLines(results: readonly { dialect: DialectName; contenti
     '### What limits scale first, and the plan past one database',
     '',
     '1. **Losing attempts, which grow with jobs × replicas.** In the example 98% of attempts lose. A loser is one read-only statement on ' +
-      'PostgreSQL (no WAL, no row lock: figure 3) and one UPDATE that matches nothing on MySQL, so the server\'s CPU is the budget. The ' +
+      "PostgreSQL (no WAL, no row lock: figure 3) and one UPDATE that matches nothing on MySQL, so the server's CPU is the budget. The " +
       'cheapest lever is fewer contenders: schedule the jobs on 2 or 3 replicas (enough for availability; the guard keeps them to one run ' +
       'per slot) instead of all 50, which divides the load by 17 to 25.',
     '2. **Connections.** A guard that opens its own pool keeps up to 10 connections per replica (idle ones for 70 s): 50 replicas can hold ' +

@@ -7,7 +7,9 @@ if (url === undefined || prefix === undefined) throw new Error('usage: contentio
 const names = Number(namesArg);
 const slots = Number(slotsArg);
 const quiet = { warn: () => undefined, error: () => undefined };
-const guards = Array.from({ length: Number(contendersArg) }, () => createGuard({ database: url, tablePrefix: prefix, logger: quiet, telemetry: false }));
+const guards = Array.from({ length: Number(contendersArg) }, () =>
+  createGuard({ database: url, tablePrefix: prefix, logger: quiet, telemetry: false }),
+);
 
 process.once('message', () => {
   void (async () => {

@@ -17,9 +17,19 @@ export interface ContentionFigure {
 
 type Done = { type: 'done'; wins: string[]; decisions: number; errors: number; seconds: number };
 
-export async function contention(url: string, processes: number, contenders: number, names: number, slots: number): Promise<ContentionFigure> {
+export async function contention(
+  url: string,
+  processes: number,
+  contenders: number,
+  names: number,
+  slots: number,
+): Promise<ContentionFigure> {
   const prefix = `contention_${Date.now()}_`;
-  const setup = createGuard({ database: url, tablePrefix: prefix, logger: { warn: () => undefined, error: () => undefined } });
+  const setup = createGuard({
+    database: url,
+    tablePrefix: prefix,
+    logger: { warn: () => undefined, error: () => undefined },
+  });
   await setup.migrate();
   await setup.close();
   const worker = fileURLToPath(new URL('contention-worker.ts', import.meta.url));
@@ -28,7 +38,9 @@ export async function contention(url: string, processes: number, contenders: num
   );
   await Promise.all(children.map((child) => new Promise((resolve) => child.once('message', resolve))));
   const started = performance.now();
-  const done = Promise.all(children.map((child) => new Promise<Done>((resolve) => child.once('message', (message) => resolve(message as Done)))));
+  const done = Promise.all(
+    children.map((child) => new Promise<Done>((resolve) => child.once('message', (message) => resolve(message as Done)))),
+  );
   for (const child of children) child.send('go');
   const reports = await done;
   const seconds = (performance.now() - started) / 1_000;

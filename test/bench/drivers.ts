@@ -56,7 +56,11 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
       loggedGuardDatabase: logged,
       raw: (sql, params = []) => pool.query(sql, params),
       rawPrepared: (sql, params) =>
-        pool.query({ name: `replay_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`, text: sql, values: params }),
+        pool.query({
+          name: `replay_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`,
+          text: sql,
+          values: params,
+        }),
       takeLog,
       close: () => pool.end(),
     };
@@ -100,7 +104,8 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
           return new Proxy(statement, {
             get(inner, name) {
               const value: unknown = Reflect.get(inner, name, inner);
-              if (name !== 'run' && name !== 'all' && name !== 'get') return typeof value === 'function' ? (value as () => unknown).bind(inner) : value;
+              if (name !== 'run' && name !== 'all' && name !== 'get')
+                return typeof value === 'function' ? (value as () => unknown).bind(inner) : value;
               return (...params: unknown[]) => {
                 log.push(CompiledQuery.raw(sql, params));
                 return (value as (...args: unknown[]) => unknown).apply(inner, params);

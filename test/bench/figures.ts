@@ -21,7 +21,13 @@ export interface DialectFigures {
   floorUpdate: Summary;
   win: { guard: Summary; floor: Summary; ratio: number; statements: number };
   /** `rowRead`: the probe's own read of the lock row sent straight through the driver, the least a loser can cost. */
-  lose: { guard: Summary; select: Summary; ratio: number; rowRead: { guard: Summary; read: Summary; ratio: number }; walBytesPerAttempt: number | null };
+  lose: {
+    guard: Summary;
+    select: Summary;
+    ratio: number;
+    rowRead: { guard: Summary; read: Summary; ratio: number };
+    walBytesPerAttempt: number | null;
+  };
   /** `withoutHistoryWin`: a guard with `history: false`, which writes what the reference writes. */
   reference: {
     win: { guard: Summary; reference: Summary; ratio: number };
@@ -36,7 +42,12 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   await guard.migrate();
   // Another guard on the same connection and tables, whose statements are logged: it counts and
   // captures what a win sends, so that the measured guard runs with nothing in between.
-  const capture = createGuard({ database: driver.loggedGuardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false });
+  const capture = createGuard({
+    database: driver.loggedGuardDatabase,
+    tablePrefix: 'bench_',
+    logger: quiet,
+    telemetry: false,
+  });
   const placeholder = (n: number): string => (driver.dialect === 'postgres' ? `$${n}` : '?');
   await driver.raw('CREATE TABLE IF NOT EXISTS bench_floor (id integer PRIMARY KEY, n integer NOT NULL)');
   await driver.raw(`DELETE FROM bench_floor`);
@@ -61,12 +72,19 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const win = await interleaved(iterations, () => guard.run(winJob, noop), updates);
 
   // 3. The loser path: a holder keeps the lock; the contender loses every time.
-  const holder = createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false });
+  const holder = createGuard({
+    database: driver.guardDatabase,
+    tablePrefix: 'bench_',
+    logger: quiet,
+    telemetry: false,
+  });
   await holder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, noop);
   const loseJob = { name: 'held', lockAtMostFor: '1m' };
   const lose = await interleaved(iterations, () => guard.run(loseJob, noop), select1);
-  const rowRead = await interleaved(iterations, () => guard.run(loseJob, noop), () =>
-    driver.rawPrepared(`SELECT lock_until, last_slot FROM bench_locks WHERE name = ${placeholder(1)}`, ['held']),
+  const rowRead = await interleaved(
+    iterations,
+    () => guard.run(loseJob, noop),
+    () => driver.rawPrepared(`SELECT lock_until, last_slot FROM bench_locks WHERE name = ${placeholder(1)}`, ['held']),
   );
   const walBytesPerAttempt = driver.dialect === 'postgres' ? await walPerAttempt(driver, guard, loseJob, iterations) : null;
 
@@ -77,10 +95,20 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   };
   await reference.acquire('held', 'holder');
   const referenceWinSeries = await interleaved(iterations, () => guard.run(winJob, noop), referenceWin);
-  const withoutHistory = createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false, history: false });
+  const withoutHistory = createGuard({
+    database: driver.guardDatabase,
+    tablePrefix: 'bench_',
+    logger: quiet,
+    telemetry: false,
+    history: false,
+  });
   const withoutHistoryJob = { name: 'win-without-history', lockAtMostFor: '1m' };
   const referenceWithoutHistory = await interleaved(iterations, () => withoutHistory.run(withoutHistoryJob, noop), referenceWin);
-  const referenceLose = await interleaved(iterations, () => guard.run(loseJob, noop), () => reference.acquire('held', 'bench'));
+  const referenceLose = await interleaved(
+    iterations,
+    () => guard.run(loseJob, noop),
+    () => reference.acquire('held', 'bench'),
+  );
 
   // 6. Library overhead: the same SQL text, replayed straight through the driver.
   await capture.run(winJob, noop);
@@ -90,7 +118,11 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const token = replay.flatMap((query) => query.parameters).find((value) => typeof value === 'string' && /^[0-9a-f-]{36}$/.test(value));
   const direct = async () => {
     const fresh = randomUUID();
-    for (const query of replay) await driver.rawPrepared(query.sql, query.parameters.map((value) => (value === token ? fresh : value)));
+    for (const query of replay)
+      await driver.rawPrepared(
+        query.sql,
+        query.parameters.map((value) => (value === token ? fresh : value)),
+      );
   };
   const overhead = await interleaved(iterations, () => guard.run(winJob, noop), direct);
 
@@ -102,10 +134,20 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
     floorSelect,
     floorUpdate,
     win: { guard: win.a, floor: win.b, ratio: win.ratio, statements },
-    lose: { guard: lose.a, select: lose.b, ratio: lose.ratio, rowRead: { guard: rowRead.a, read: rowRead.b, ratio: rowRead.ratio }, walBytesPerAttempt },
+    lose: {
+      guard: lose.a,
+      select: lose.b,
+      ratio: lose.ratio,
+      rowRead: { guard: rowRead.a, read: rowRead.b, ratio: rowRead.ratio },
+      walBytesPerAttempt,
+    },
     reference: {
       win: { guard: referenceWinSeries.a, reference: referenceWinSeries.b, ratio: referenceWinSeries.ratio },
-      withoutHistoryWin: { guard: referenceWithoutHistory.a, reference: referenceWithoutHistory.b, ratio: referenceWithoutHistory.ratio },
+      withoutHistoryWin: {
+        guard: referenceWithoutHistory.a,
+        reference: referenceWithoutHistory.b,
+        ratio: referenceWithoutHistory.ratio,
+      },
       lose: { guard: referenceLose.a, reference: referenceLose.b, ratio: referenceLose.ratio },
     },
     overhead: { guard: overhead.a, direct: overhead.b, ratio: overhead.ratio },
@@ -113,7 +155,12 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
 }
 
 /** WAL bytes PostgreSQL inserts per losing attempt (the insert position, not the write position). */
-async function walPerAttempt(driver: BenchDriver, guard: Guard, job: { name: string; lockAtMostFor: string }, attempts: number): Promise<number> {
+async function walPerAttempt(
+  driver: BenchDriver,
+  guard: Guard,
+  job: { name: string; lockAtMostFor: string },
+  attempts: number,
+): Promise<number> {
   const lsn = async (): Promise<string> => {
     const result = (await driver.kysely.executeQuery(CompiledQuery.raw('SELECT pg_current_wal_insert_lsn()::text AS lsn'))) as {
       rows: { lsn: string }[];
@@ -123,7 +170,9 @@ async function walPerAttempt(driver: BenchDriver, guard: Guard, job: { name: str
   const before = await lsn();
   for (let i = 0; i < attempts; i += 1) await guard.run(job, noop);
   const after = await lsn();
-  const diff = (await driver.kysely.executeQuery(CompiledQuery.raw('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes', [after, before]))) as {
+  const diff = (await driver.kysely.executeQuery(
+    CompiledQuery.raw('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes', [after, before]),
+  )) as {
     rows: { bytes: string }[];
   };
   return Number(diff.rows[0]?.bytes ?? Number.NaN) / attempts;
@@ -142,7 +191,11 @@ export interface MemoryFigure {
  * after the first reading (+16 MB, then flat): V8's sizing, not memory the guard keeps. The figure
  * reports both.
  */
-export function memoryGrowth(url: string, checkpoints: readonly number[], { pinnedYoungGeneration }: { pinnedYoungGeneration: boolean }): Promise<MemoryFigure> {
+export function memoryGrowth(
+  url: string,
+  checkpoints: readonly number[],
+  { pinnedYoungGeneration }: { pinnedYoungGeneration: boolean },
+): Promise<MemoryFigure> {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(new URL('./memory-child.mjs', import.meta.url)), [url, ...checkpoints.map(String)], {
       execArgv: ['--expose-gc', ...(pinnedYoungGeneration ? ['--min-semi-space-size=16', '--max-semi-space-size=16'] : [])],
@@ -150,6 +203,8 @@ export function memoryGrowth(url: string, checkpoints: readonly number[], { pinn
     let readings: { runs: number; rssMb: number }[] | undefined;
     child.on('message', (message) => (readings = message as { runs: number; rssMb: number }[]));
     child.on('error', reject);
-    child.on('exit', (code) => (readings === undefined ? reject(new Error(`memory figure: the child exited with ${code}`)) : resolve({ readings })));
+    child.on('exit', (code) =>
+      readings === undefined ? reject(new Error(`memory figure: the child exited with ${code}`)) : resolve({ readings }),
+    );
   });
 }

@@ -24,17 +24,22 @@ export async function historyPage(url: string, rows: number, iterations: number)
   try {
     await guard.migrate();
     // The rows are written straight in (one statement) rather than by `rows` runs: the figure is the read.
-    await client.query(`INSERT INTO ${prefix}runs
+    await client.query(
+      `INSERT INTO ${prefix}runs
         (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms, lock_until, overran)
       SELECT md5(i::text), 'job-' || (i % 100), 'succeeded', 'bench', now() - i * interval '1 second',
              now() - i * interval '1 second' + interval '10 milliseconds', 10, 60000, now(), false
-        FROM generate_series(1, $1::int) AS i`, [rows]);
+        FROM generate_series(1, $1::int) AS i`,
+      [rows],
+    );
     await client.query(`ANALYZE ${prefix}runs`);
     const page = await series(iterations, () => guard.history({ job: 'job-7', limit: PAGE }));
     return { rows, page };
   } finally {
     await guard.close();
-    await client.query(`DROP TABLE IF EXISTS ${prefix}runs, ${prefix}locks, ${prefix}migrations, ${prefix}migrations_lock`).catch(() => undefined);
+    await client
+      .query(`DROP TABLE IF EXISTS ${prefix}runs, ${prefix}locks, ${prefix}migrations, ${prefix}migrations_lock`)
+      .catch(() => undefined);
     await client.end();
   }
 }

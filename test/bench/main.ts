@@ -20,15 +20,22 @@ import { ratio, us, type Summary } from './measure.js';
 import { tickLatency, tickLatencyLines, type TickLatencyFigure, type TickSize } from './tick-latency.js';
 
 const { values } = parseArgs({
-  options: { quick: { type: 'boolean' }, smoke: { type: 'boolean' }, long: { type: 'boolean' }, out: { type: 'string' } },
+  options: {
+    quick: { type: 'boolean' },
+    smoke: { type: 'boolean' },
+    long: { type: 'boolean' },
+    out: { type: 'string' },
+  },
 });
 const mode = values.smoke === true ? 'smoke' : values.quick === true ? 'quick' : 'full';
 const long = mode === 'full' && values.long === true;
 const iterations = { full: 2_000, quick: 100, smoke: 20 }[mode];
 /** Figure 8: the target compares RSS after `small` and `large` runs; `warm` and `longer` (full run only) show whether it levels off. */
-const memoryCounts = { full: { small: 1_000, large: 100_000, warm: 10_000, longer: 200_000 }, quick: { small: 1_000, large: 5_000 }, smoke: { small: 100, large: 1_000 } }[
-  mode
-] as { small: number; large: number; warm?: number; longer?: number };
+const memoryCounts = {
+  full: { small: 1_000, large: 100_000, warm: 10_000, longer: 200_000 },
+  quick: { small: 1_000, large: 5_000 },
+  smoke: { small: 100, large: 1_000 },
+}[mode] as { small: number; large: number; warm?: number; longer?: number };
 /** Figure 5: processes, contenders per process, job names, slots. The issue's size (100 × 1,000) only with --long. */
 const contentionSize = (long ? [8, 2, 100, 1_000] : { full: [8, 2, 100, 20], quick: [8, 2, 20, 5], smoke: [2, 2, 3, 2] }[mode]) as [
   number,
@@ -63,7 +70,8 @@ try {
   const sqliteDir = mkdtempSync(join(tmpdir(), 'cronguard-bench-sqlite-'));
   const [postgres, mariadb] = await Promise.all([startPostgres(), findMariadbd() === undefined ? undefined : startMariadb()]);
   servers.push(postgres, ...(mariadb === undefined ? [] : [mariadb]));
-  if (mariadb === undefined) console.error('cronguard bench: mariadbd not found; MySQL figures are missing (apt-get install -y mariadb-server)');
+  if (mariadb === undefined)
+    console.error('cronguard bench: mariadbd not found; MySQL figures are missing (apt-get install -y mariadb-server)');
   const targets: [DialectName, string][] = [
     ['sqlite', `sqlite:${join(sqliteDir, 'bench.sqlite')}`],
     ['postgres', postgres.url],
@@ -98,8 +106,12 @@ try {
   console.error(`cronguard bench: memory, up to ${longer ?? large} executions on SQLite, twice…`);
   const checkpoints = [small, ...(warm === undefined ? [] : [warm]), large, ...(longer === undefined ? [] : [longer])];
   memory = {
-    pinned: await memoryGrowth(`sqlite:${join(sqliteDir, 'memory.sqlite')}`, checkpoints, { pinnedYoungGeneration: true }),
-    adaptive: await memoryGrowth(`sqlite:${join(sqliteDir, 'memory-adaptive.sqlite')}`, [small, large], { pinnedYoungGeneration: false }),
+    pinned: await memoryGrowth(`sqlite:${join(sqliteDir, 'memory.sqlite')}`, checkpoints, {
+      pinnedYoungGeneration: true,
+    }),
+    adaptive: await memoryGrowth(`sqlite:${join(sqliteDir, 'memory-adaptive.sqlite')}`, [small, large], {
+      pinnedYoungGeneration: false,
+    }),
   };
 } finally {
   await Promise.all(servers.map((server) => server.stop()));
@@ -155,7 +167,7 @@ function report(): string {
     '## 3. Loser path: a contender that finds the lock held',
     '',
     'Against `SELECT 1`. Targets: ≤ 1.3× `SELECT 1`; 0 WAL bytes per attempt on PostgreSQL. The last columns set the loser beside the least ' +
-      'a loser can cost: the probe\'s own read of the lock row, sent straight through the driver (no target; interleaved in a series of its own).',
+      "a loser can cost: the probe's own read of the lock row, sent straight through the driver (no target; interleaved in a series of its own).",
     '',
     '| dialect | guard p50 / p99 | `SELECT 1` p50 / p99 | ratio | target | WAL bytes per attempt | guard / row read p50 | ratio to the row read |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
@@ -169,11 +181,11 @@ function report(): string {
       );
     }),
     '',
-    '## 4. Against the reference algorithm: ShedLock\'s JDBC provider with database time',
+    "## 4. Against the reference algorithm: ShedLock's JDBC provider with database time",
     '',
     'Written out in `test/bench/reference.ts` through the same driver: PostgreSQL `INSERT … ON CONFLICT (name) DO UPDATE … WHERE lock_until <= now()`; ' +
       'MySQL `INSERT IGNORE`, then a conditional `UPDATE`; SQLite insert, then update on a duplicate key; release by name and `locked_by`. ' +
-      'PostgreSQL\'s as named prepared statements, as pgjdbc sends them after its prepareThreshold. The reference keeps no history: the win is ' +
+      "PostgreSQL's as named prepared statements, as pgjdbc sends them after its prepareThreshold. The reference keeps no history: the win is " +
       'measured twice, as cronguard ships (its win also starts and finishes a run row) and with `history: false` (only the lock row, like the ' +
       'reference), each interleaved with the reference in a series of its own. Targets: win no slower (≤ 1.0×); PostgreSQL loser at least 3× faster (ratio ≤ 0.33).',
     '',
@@ -195,7 +207,7 @@ function report(): string {
       `${contentionSize[2]} job names × ${contentionSize[3]} slots, each process in the same order. Every lock must have exactly one winner. ` +
       (contentionSize[3] < 1_000
         ? '(The issue asks for 100 names × 1,000 slots: `npm run bench -- --long`, about 25 minutes here; this size keeps the bench under 10 minutes.)'
-        : '(The issue\'s size, from `npm run bench -- --long`.)'),
+        : "(The issue's size, from `npm run bench -- --long`.)"),
     '',
     '| dialect | decisions per second | locks | with exactly one winner | errors |',
     '| --- | --- | --- | --- | --- |',
@@ -206,7 +218,7 @@ function report(): string {
     '',
     '## 6. Library overhead: `guard.run` against the same SQL text sent straight through the driver',
     '',
-    'The win path\'s statements, captured from the guard and replayed through the pool (better-sqlite3: prepared once). Target ≤ 1.15×.',
+    "The win path's statements, captured from the guard and replayed through the pool (better-sqlite3: prepared once). Target ≤ 1.15×.",
     '',
     '| dialect | guard p50 / p99 | direct p50 / p99 | ratio | target |',
     '| --- | --- | --- | --- | --- |',
@@ -242,7 +254,11 @@ function report(): string {
     '## 10. A page of history on PostgreSQL',
     '',
     ...historyPageLines(history, verdict),
-    ...missesLines({ results, memoryGrowthMb: memory === undefined ? undefined : memoryGrowthMb(memory.pinned), contentionSlots: contentionSize[3] }),
+    ...missesLines({
+      results,
+      memoryGrowthMb: memory === undefined ? undefined : memoryGrowthMb(memory.pinned),
+      contentionSlots: contentionSize[3],
+    }),
   ];
   return lines.join('\n');
 }
@@ -264,7 +280,7 @@ function memoryLines(): string[] {
   const mb = (value: number): string => `${value.toFixed(1)} MB`;
   const growth = memoryGrowthMb(pinned);
   const lines = [
-    'In a fresh process on the built package (`test/bench/memory-child.mjs`), RSS read after two collections 200 ms apart, with V8\'s ' +
+    "In a fresh process on the built package (`test/bench/memory-child.mjs`), RSS read after two collections 200 ms apart, with V8's " +
       'young generation fixed at its default maximum (`--min-semi-space-size=16 --max-semi-space-size=16`; see below).',
     '',
     '| executions | RSS |',
@@ -276,7 +292,7 @@ function memoryLines(): string[] {
   if (warm !== undefined && longer !== undefined) {
     lines.push(
       `From ${warm.toLocaleString('en-US')} to ${longer.toLocaleString('en-US')} executions: ${mb(rssAt(pinned, longer) - rssAt(pinned, warm))} ` +
-        '(whether RSS levels off once the process is warm: JIT-compiled code, SQLite\'s 2 MB page cache filling as the history grows).',
+        "(whether RSS levels off once the process is warm: JIT-compiled code, SQLite's 2 MB page cache filling as the history grows).",
     );
   }
   lines.push(

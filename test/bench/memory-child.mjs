@@ -7,7 +7,12 @@ import { createGuard } from '../../dist/src/index.js';
 const url = process.argv[2];
 /** The run counts to read RSS at, ascending. */
 const checkpoints = process.argv.slice(3).map(Number);
-const guard = createGuard({ database: url, tablePrefix: 'memory_', logger: { warn: () => undefined, error: () => undefined }, telemetry: false });
+const guard = createGuard({
+  database: url,
+  tablePrefix: 'memory_',
+  logger: { warn: () => undefined, error: () => undefined },
+  telemetry: false,
+});
 await guard.migrate();
 const job = { name: 'memory', lockAtMostFor: '1m' };
 const noop = () => undefined;

@@ -11,58 +11,85 @@ export interface MissInputs {
 
 const WHY: Record<string, string> = {
   win:
-    'The win starts and finishes the run\'s history row, which the floor\'s plain updates do not write: on MySQL, which has no RETURNING, ' +
+    "The win starts and finishes the run's history row, which the floor's plain updates do not write: on MySQL, which has no RETURNING, " +
     'starting the run is a statement of its own (take, start the run, release), and the runs table has two secondary indexes to update. ' +
     'With `history: false` the win is the take and the release alone (figure 4). Would close it: a MySQL acquire that takes the lock and ' +
-    'starts the run in one round trip (multi-statement calls on the guard\'s own pool, or a stored procedure).',
+    "starts the run in one round trip (multi-statement calls on the guard's own pool, or a stored procedure).",
   loseSelect:
-    'A loser is one indexed read of the lock row on the database\'s clock (the probe), against a `SELECT 1` that touches no table. The last ' +
+    "A loser is one indexed read of the lock row on the database's clock (the probe), against a `SELECT 1` that touches no table. The last " +
     'column of figure 3 sets it beside that same read sent straight through the driver: on the servers the guard is close to it, and the ' +
-    'rest is the read itself. On SQLite the read takes a few µs in-process, so the guard\'s own work per attempt (a token, the promise ' +
+    "rest is the read itself. On SQLite the read takes a few µs in-process, so the guard's own work per attempt (a token, the promise " +
     'chain, the one-acquire-per-job bookkeeping) is most of the cost. Would close it: nothing short of not reading the row; on SQLite the ' +
     'target can only be met against the row read, not against `SELECT 1`.',
   referenceWin:
     'With history, a win also inserts and finishes a run row (three B-trees on SQLite and MySQL), which ShedLock does not keep: the gap ' +
     'between the two win columns of figure 4 is that cost. `history: false` is the like-for-like comparison.',
   referenceBareWin:
-    'Both write one lock row at the take and again at the release. On PostgreSQL the guard\'s row is wider (its UUID token, the previous ' +
-    'holder\'s token, the slot watermark) and its release counts the rows it freed; measured apart while investigating, the guard\'s two ' +
-    'statements sent directly were 1.05× the reference\'s, and the guard 1.06× its own statements (the promise chain and bookkeeping ' +
+    "Both write one lock row at the take and again at the release. On PostgreSQL the guard's row is wider (its UUID token, the previous " +
+    "holder's token, the slot watermark) and its release counts the rows it freed; measured apart while investigating, the guard's two " +
+    "statements sent directly were 1.05× the reference's, and the guard 1.06× its own statements (the promise chain and bookkeeping " +
     'around them). On SQLite the guard adds its own work per win (about 9 µs: see figure 6) and runs each step as an explicit BEGIN ' +
     'IMMEDIATE … COMMIT. Would close it: a narrower lock row for guards without history, a plain release statement, and single-statement ' +
     'autocommit on SQLite.',
   referenceLose:
-    'ShedLock\'s upsert loser takes a row lock and writes a WAL record, which costs little on this VM\'s disk (a WAL flush here is cheap); on a ' +
-    'disk where a flush costs milliseconds the ratio widens in cronguard\'s favour; cronguard\'s loser is already one read.',
+    "ShedLock's upsert loser takes a row lock and writes a WAL record, which costs little on this VM's disk (a WAL flush here is cheap); on a " +
+    "disk where a flush costs milliseconds the ratio widens in cronguard's favour; cronguard's loser is already one read.",
   overhead:
-    'On SQLite a win\'s statements take under 100 µs, so the guard\'s own per-run work shows: about 9 µs, measured on an in-memory ' +
-    'database where the same statements sent directly take 8 µs (the promise chain, AsyncLocalStorage\'s promise hooks, the token, ' +
-    'the one-acquire-per-job bookkeeping, garbage). The per-connection queue and the timeout timers around SQLite\'s synchronous ' +
+    "On SQLite a win's statements take under 100 µs, so the guard's own per-run work shows: about 9 µs, measured on an in-memory " +
+    "database where the same statements sent directly take 8 µs (the promise chain, AsyncLocalStorage's promise hooks, the token, " +
+    "the one-acquire-per-job bookkeeping, garbage). The per-connection queue and the timeout timers around SQLite's synchronous " +
     'statements are already gone. Would close it: fewer promises per run.',
   memory:
-    'The growth comes in the first 10,000 executions and then levels off (the table of figure 8): JIT-compiled code, SQLite\'s 2 MB page ' +
-    'cache filling as the history table outgrows it, the allocator\'s pools; no leak shows from there to 200,000 executions. Would close ' +
+    "The growth comes in the first 10,000 executions and then levels off (the table of figure 8): JIT-compiled code, SQLite's 2 MB page " +
+    "cache filling as the history table outgrows it, the allocator's pools; no leak shows from there to 200,000 executions. Would close " +
     'it: a smaller page cache (more reads on a large history), or a baseline taken once the process is warm.',
 };
 
 export function missesLines({ results, memoryGrowthMb, contentionSlots }: MissInputs): string[] {
   const misses: string[] = [];
   const dialects = (test: (figures: DialectFigures, dialect: DialectName) => boolean): string =>
-    results.filter((r) => test(r.figures, r.dialect)).map((r) => r.dialect).join(', ');
+    results
+      .filter((r) => test(r.figures, r.dialect))
+      .map((r) => r.dialect)
+      .join(', ');
   const add = (figure: string, which: string, why: string | undefined): void => {
     if (which !== '') misses.push(`- **${figure}** (${which}): ${why ?? ''}`);
   };
-  add('2. Win path ≤ 1.2×', dialects((f) => f.win.ratio > 1.2), WHY['win']);
-  add('3. Loser ≤ 1.3× `SELECT 1`', dialects((f) => f.lose.ratio > 1.3), WHY['loseSelect']);
-  add('4. Win no slower than the reference, with history', dialects((f) => f.reference.win.ratio > 1), WHY['referenceWin']);
-  add('4. Win no slower than the reference, with `history: false`', dialects((f) => f.reference.withoutHistoryWin.ratio > 1), WHY['referenceBareWin']);
-  add('4. PostgreSQL loser 3× faster than the reference', dialects((f, d) => d === 'postgres' && f.reference.lose.ratio > 1 / 3), WHY['referenceLose']);
-  add('6. Overhead ≤ 1.15×', dialects((f) => f.overhead.ratio > 1.15), WHY['overhead']);
+  add(
+    '2. Win path ≤ 1.2×',
+    dialects((f) => f.win.ratio > 1.2),
+    WHY['win'],
+  );
+  add(
+    '3. Loser ≤ 1.3× `SELECT 1`',
+    dialects((f) => f.lose.ratio > 1.3),
+    WHY['loseSelect'],
+  );
+  add(
+    '4. Win no slower than the reference, with history',
+    dialects((f) => f.reference.win.ratio > 1),
+    WHY['referenceWin'],
+  );
+  add(
+    '4. Win no slower than the reference, with `history: false`',
+    dialects((f) => f.reference.withoutHistoryWin.ratio > 1),
+    WHY['referenceBareWin'],
+  );
+  add(
+    '4. PostgreSQL loser 3× faster than the reference',
+    dialects((f, d) => d === 'postgres' && f.reference.lose.ratio > 1 / 3),
+    WHY['referenceLose'],
+  );
+  add(
+    '6. Overhead ≤ 1.15×',
+    dialects((f) => f.overhead.ratio > 1.15),
+    WHY['overhead'],
+  );
   if (memoryGrowthMb !== undefined && memoryGrowthMb >= 5) add('8. Memory growth < 5 MB', 'sqlite', WHY['memory']);
   if (contentionSlots < 1_000) {
     misses.push(
       `- **5. Contention size**: ${contentionSlots} slots per name instead of the issue's 1,000, to keep the bench under 10 minutes. ` +
-        '`npm run bench -- --long` runs the issue\'s size (about 25 minutes here: 1.6 million attempts per dialect).',
+        "`npm run bench -- --long` runs the issue's size (about 25 minutes here: 1.6 million attempts per dialect).",
     );
   }
   return ['## Misses, and what would close them', '', ...(misses.length === 0 ? ['None in this run.'] : misses), ''];

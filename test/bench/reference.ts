@@ -27,7 +27,10 @@ export async function createReferenceLock(driver: BenchDriver): Promise<Referenc
         return result.rowCount === 1;
       },
       async release(name, lockedBy) {
-        await driver.rawPrepared(`UPDATE bench_shedlock SET lock_until = GREATEST(now(), locked_at) WHERE name = $1 AND locked_by = $2`, [name, lockedBy]);
+        await driver.rawPrepared(`UPDATE bench_shedlock SET lock_until = GREATEST(now(), locked_at) WHERE name = $1 AND locked_by = $2`, [
+          name,
+          lockedBy,
+        ]);
       },
     };
   }
@@ -63,8 +66,11 @@ export async function createReferenceLock(driver: BenchDriver): Promise<Referenc
   return {
     async acquire(name, lockedBy) {
       try {
-        await driver.raw(`INSERT INTO bench_shedlock (name, lock_until, locked_at, locked_by)
-          VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+60 seconds'), ${now}, ?)`, [name, lockedBy]);
+        await driver.raw(
+          `INSERT INTO bench_shedlock (name, lock_until, locked_at, locked_by)
+          VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+60 seconds'), ${now}, ?)`,
+          [name, lockedBy],
+        );
         return true;
       } catch {
         const updated = (await driver.raw(

@@ -39,7 +39,10 @@ async function startCronguard(): Promise<() => Promise<void>> {
     database: url as string,
     tablePrefix: `${setup.namespace}_`,
     telemetry: false,
-    logger: { warn: (message) => reportError(`cronguard: ${message}`), error: (message) => reportError(`cronguard: ${message}`) },
+    logger: {
+      warn: (message) => reportError(`cronguard: ${message}`),
+      error: (message) => reportError(`cronguard: ${message}`),
+    },
   });
   // What every replica does at start-up; also opens the pool's first connection.
   await guard.migrate();
@@ -55,7 +58,12 @@ async function startCronguard(): Promise<() => Promise<void>> {
 async function startPgBoss(): Promise<() => Promise<void>> {
   const { default: PgBoss } = await import('pg-boss');
   const { cronMonitorIntervalSeconds, cronWorkerIntervalSeconds, pollingIntervalSeconds } = setup.pgBoss;
-  const boss = new PgBoss({ connectionString: url, schema: `${setup.namespace}_pgboss`, cronMonitorIntervalSeconds, cronWorkerIntervalSeconds });
+  const boss = new PgBoss({
+    connectionString: url,
+    schema: `${setup.namespace}_pgboss`,
+    cronMonitorIntervalSeconds,
+    cronWorkerIntervalSeconds,
+  });
   boss.on('error', (error) => reportError(error));
   await boss.start();
   for (const job of jobs) {

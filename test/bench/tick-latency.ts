@@ -18,7 +18,11 @@ export interface TickWorkerSetup {
   readonly expression: string;
   readonly jobs: number;
   readonly cronguard: { readonly lockAtMostFor: string };
-  readonly pgBoss: { readonly cronMonitorIntervalSeconds: number; readonly cronWorkerIntervalSeconds: number; readonly pollingIntervalSeconds: number };
+  readonly pgBoss: {
+    readonly cronMonitorIntervalSeconds: number;
+    readonly cronWorkerIntervalSeconds: number;
+    readonly pollingIntervalSeconds: number;
+  };
   readonly graphileWorker: { readonly concurrency: number; readonly pollInterval: number };
 }
 
@@ -95,13 +99,17 @@ function configuration(system: TickSystem, expression: string): string {
     case 'cronguard':
       return `(this tree): \`guard.schedule('${expression}', { name, lockAtMostFor: '${cronguard.lockAtMostFor}' }, fn)\` per job (node-cron ${version('node-cron')}); \`telemetry: false\`; the pool it opens from the URL (max 10, idle connections kept 70 s, so they live from one minute's tick to the next)`;
     case 'pg-boss':
-      return `${version('pg-boss')}: a queue per job, \`schedule(name, '${expression}')\` and \`work(name, { pollingIntervalSeconds: ${pgBoss.pollingIntervalSeconds} }, fn)\` on each replica, ` +
+      return (
+        `${version('pg-boss')}: a queue per job, \`schedule(name, '${expression}')\` and \`work(name, { pollingIntervalSeconds: ${pgBoss.pollingIntervalSeconds} }, fn)\` on each replica, ` +
         `\`new PgBoss({ cronMonitorIntervalSeconds: ${pgBoss.cronMonitorIntervalSeconds}, cronWorkerIntervalSeconds: ${pgBoss.cronWorkerIntervalSeconds} })\`: ` +
         'each of the three is the minimum pg-boss accepts (defaults 30, 5 and 2 s); other options default (pool max 10). ' +
-        'pg-boss polls: its cron monitor puts a job on an internal send-it queue, whose worker puts the real job on the queue';
+        'pg-boss polls: its cron monitor puts a job on an internal send-it queue, whose worker puts the real job on the queue'
+      );
     case 'graphile-worker':
-      return `${version('graphile-worker')}: \`run({ crontab, taskList, concurrency: ${graphileWorker.concurrency}, pollInterval: ${graphileWorker.pollInterval} })\` on each replica, ` +
-        `a crontab line \`${expression} tick_N\` and a task per job; maxPoolSize 10 and no backfill (defaults). New jobs are announced by LISTEN/NOTIFY`;
+      return (
+        `${version('graphile-worker')}: \`run({ crontab, taskList, concurrency: ${graphileWorker.concurrency}, pollInterval: ${graphileWorker.pollInterval} })\` on each replica, ` +
+        `a crontab line \`${expression} tick_N\` and a task per job; maxPoolSize 10 and no backfill (defaults). New jobs are announced by LISTEN/NOTIFY`
+      );
   }
 }
 
@@ -124,7 +132,12 @@ interface Run {
 export async function tickLatency(url: string, size: TickSize): Promise<TickLatencyFigure> {
   const timing = TIMING[size.cron];
   const systems: TickSystem[] = size.cron === 'minute' ? ['cronguard', 'pg-boss', 'graphile-worker'] : ['cronguard'];
-  const setup: TickWorkerSetup = { namespace: `tick_${Date.now()}`, expression: timing.expression, jobs: size.jobs, ...SETTINGS };
+  const setup: TickWorkerSetup = {
+    namespace: `tick_${Date.now()}`,
+    expression: timing.expression,
+    jobs: size.jobs,
+    ...SETTINGS,
+  };
   const worker = fileURLToPath(new URL('tick-latency-worker.ts', import.meta.url));
   const replicas: Replica[] = [];
   const runs: Run[] = [];
@@ -140,7 +153,10 @@ export async function tickLatency(url: string, size: TickSize): Promise<TickLate
     replicas.push(replica);
     const systemErrors = errors.get(system) ?? [];
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${system} replica ${index} not ready after ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`${system} replica ${index} not ready after ${READY_TIMEOUT_MS} ms`)),
+        READY_TIMEOUT_MS,
+      );
       child.on('message', (raw) => {
         const message = raw as TickMessage;
         if (message.type === 'ready') {

@@ -4,7 +4,18 @@ import fc from 'fast-check';
 import { Duration } from 'luxon';
 import { describe, expect, it } from 'vitest';
 import type { DurationInput } from '../../src/index.js';
-import { expectTypeError, failureOf, failureOfSync, MAX_DURATION_MS, shown, type Unit, UNIT_MS, UNITS, withGuard, badInput } from './support/bad-input-rules.js';
+import {
+  expectTypeError,
+  failureOf,
+  failureOfSync,
+  MAX_DURATION_MS,
+  shown,
+  type Unit,
+  UNIT_MS,
+  UNITS,
+  withGuard,
+  badInput,
+} from './support/bad-input-rules.js';
 
 /** A duration input and the milliseconds it means; `exact` false when decimals round in floating point. */
 interface DurationCase {
@@ -17,27 +28,23 @@ const unit = fc.constantFrom(...UNITS);
 
 /** `${n}${unit}` with an integer n, sometimes with leading zeros, from `min` units to the maximum. */
 function shortIntegers(min: number): fc.Arbitrary<DurationCase> {
-  return fc
-    .tuple(unit, fc.nat({ max: 3 }))
-    .chain(([u, zeros]) =>
-      fc.integer({ min, max: Math.floor(MAX_DURATION_MS / UNIT_MS[u]) }).map((n) => ({
-        input: `${'0'.repeat(zeros)}${n}${u}`,
-        ms: n * UNIT_MS[u],
-        exact: true,
-      })),
-    );
+  return fc.tuple(unit, fc.nat({ max: 3 })).chain(([u, zeros]) =>
+    fc.integer({ min, max: Math.floor(MAX_DURATION_MS / UNIT_MS[u]) }).map((n) => ({
+      input: `${'0'.repeat(zeros)}${n}${u}`,
+      ms: n * UNIT_MS[u],
+      exact: true,
+    })),
+  );
 }
 
 /** `${n}.${digits}${unit}`, such as '1.5s'. */
-const shortDecimals: fc.Arbitrary<DurationCase> = fc
-  .tuple(unit, fc.stringMatching(/^\d{1,4}$/))
-  .chain(([u, digits]) =>
-    fc.integer({ min: 0, max: Math.floor(MAX_DURATION_MS / UNIT_MS[u]) - 1 }).map((n) => ({
-      input: `${n}.${digits}${u}`,
-      ms: (n + Number(`0.${digits}`)) * UNIT_MS[u],
-      exact: false,
-    })),
-  );
+const shortDecimals: fc.Arbitrary<DurationCase> = fc.tuple(unit, fc.stringMatching(/^\d{1,4}$/)).chain(([u, digits]) =>
+  fc.integer({ min: 0, max: Math.floor(MAX_DURATION_MS / UNIT_MS[u]) - 1 }).map((n) => ({
+    input: `${n}.${digits}${u}`,
+    ms: (n + Number(`0.${digits}`)) * UNIT_MS[u],
+    exact: false,
+  })),
+);
 
 /** ISO 8601 durations; calendar units by luxon's casual conversion (a year 365 days, a month 30). */
 const isoDurations: fc.Arbitrary<DurationCase> = fc
@@ -135,23 +142,75 @@ const offGrammarStrings = fc
 /** Near misses of valid forms, all invalid by the README. */
 const nearMisses = fc.oneof(
   fc.constantFrom(
-    '', ' ', 'P', 'PT', 'PT S', 'P1', 'PT1', 'P1H', 'PT1D', 'P1Q', 'P1D1D', 'P1,5D', 'pt5m', 'PT5m', 'P T5M',
-    '5 minutes', '5min', '5mins', '5sec', '1w', '1y', '5M', '5S', '5Ms', '5MS', '5H', '5D', '1e3ms', '.5s', '5.s',
-    '1,5s', '5m30s', '1h30m', '-5m', '+5m', ' 5m', '5m ', '5 m', 'Infinity', 'NaN', '-1', '1000', '0x10', '1_000ms',
-    '1 000ms', 'PT-1S', '-PT1S', 'P-1D', '-P1D', 'PT1S ', ' PT1S', 'PT1S.', 'P1DT1S1S', '5m\n', '5\u00A0m', '５m',
+    '',
+    ' ',
+    'P',
+    'PT',
+    'PT S',
+    'P1',
+    'PT1',
+    'P1H',
+    'PT1D',
+    'P1Q',
+    'P1D1D',
+    'P1,5D',
+    'pt5m',
+    'PT5m',
+    'P T5M',
+    '5 minutes',
+    '5min',
+    '5mins',
+    '5sec',
+    '1w',
+    '1y',
+    '5M',
+    '5S',
+    '5Ms',
+    '5MS',
+    '5H',
+    '5D',
+    '1e3ms',
+    '.5s',
+    '5.s',
+    '1,5s',
+    '5m30s',
+    '1h30m',
+    '-5m',
+    '+5m',
+    ' 5m',
+    '5m ',
+    '5 m',
+    'Infinity',
+    'NaN',
+    '-1',
+    '1000',
+    '0x10',
+    '1_000ms',
+    '1 000ms',
+    'PT-1S',
+    '-PT1S',
+    'P-1D',
+    '-P1D',
+    'PT1S ',
+    ' PT1S',
+    'PT1S.',
+    'P1DT1S1S',
+    '5m\n',
+    '5\u00A0m',
+    '５m',
   ),
   fc
     .tuple(shortIntegers(0), fc.constantFrom(' ', '-', '+', 'x', '\n', '.'), fc.boolean())
     .map(([c, extra, before]) => (before ? `${extra}${String(c.input)}` : `${String(c.input)}${extra}`)),
-  shortIntegers(0).map((c) => String(c.input).replace(/(ms|s|m|h|d)$/, (u) => ({ ms: 'MS', s: 'sec', m: 'min', h: 'hr', d: 'day' })[u as Unit])),
+  shortIntegers(0).map((c) =>
+    String(c.input).replace(/(ms|s|m|h|d)$/, (u) => ({ ms: 'MS', s: 'sec', m: 'min', h: 'hr', d: 'day' })[u as Unit]),
+  ),
 );
 
 const overMaximum: fc.Arbitrary<DurationInput> = fc.oneof(
   fc.double({ min: MAX_DURATION_MS, minExcluded: true, max: Number.MAX_VALUE, noNaN: true }),
   fc.integer({ min: MAX_DURATION_MS + 1, max: Number.MAX_SAFE_INTEGER }),
-  unit.chain((u) =>
-    fc.integer({ min: Math.floor(MAX_DURATION_MS / UNIT_MS[u]) + 1, max: Number.MAX_SAFE_INTEGER }).map((n) => `${n}${u}`),
-  ),
+  unit.chain((u) => fc.integer({ min: Math.floor(MAX_DURATION_MS / UNIT_MS[u]) + 1, max: Number.MAX_SAFE_INTEGER }).map((n) => `${n}${u}`)),
   fc.integer({ min: 3_651, max: 1_000_000 }).map((days) => `P${days}D`),
   fc.integer({ min: 11, max: 10_000 }).map((years) => `P${years}Y`),
   fc.constantFrom<DurationInput>('P10YT0.001S', `${MAX_DURATION_MS + 1}ms`, Duration.fromObject({ days: 3_651 })),
@@ -165,8 +224,20 @@ const notADuration: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom<unknown>(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY),
   fc.anything().filter((value) => typeof value !== 'number' && typeof value !== 'string' && value !== undefined),
   fc.constantFrom<unknown>(
-    null, true, 5n, Symbol('5m'), [5], ['5m'], { minutes: 5 }, new Number(5), new String('5m'), new Date(5), () => 5,
-    Duration.invalid('broken'), Duration.fromObject({ hours: -1 }), Duration.fromObject({ days: 1, hours: -25 }),
+    null,
+    true,
+    5n,
+    Symbol('5m'),
+    [5],
+    ['5m'],
+    { minutes: 5 },
+    new Number(5),
+    new String('5m'),
+    new Date(5),
+    () => 5,
+    Duration.invalid('broken'),
+    Duration.fromObject({ hours: -1 }),
+    Duration.fromObject({ days: 1, hours: -25 }),
   ),
 );
 
@@ -196,27 +267,31 @@ describe('bad input: durations', () => {
           }),
           { numRuns: 400 },
         );
-    });
+      });
     });
   });
 
   it('rejects a bare number under 1000 for lockAtMostFor, suggesting seconds or ms; accepts it elsewhere', async () => {
-    await badInput('options', 'rejects a bare number under 1000 for lockAtMostFor, suggesting seconds or ms; accepts it elsewhere', async (count) => {
-      await withGuard((guard) => {
-        fc.assert(
-          fc.property(smallNumbers, jobs, (input, name) => {
-            count();
-            const error = expectTypeError(
-              failureOfSync(() => guard.resolveJob({ name, lockAtMostFor: input })),
-              `Expected \`lockAtMostFor\` of job ${JSON.stringify(name)} to be a duration like '5m' or 'PT5M', got ${input}: `,
-            );
-            expect(error.message).toContain(`write '${input}s' for ${input} seconds, or '${input}ms' if you meant milliseconds`);
-            expect(guard.resolveJob({ name, lockAtMostFor: '1m', lockAtLeastFor: input }).lockAtLeastForMs).toBe(wholeMs(input));
-          }),
-          { numRuns: 100 },
-        );
-      });
-    });
+    await badInput(
+      'options',
+      'rejects a bare number under 1000 for lockAtMostFor, suggesting seconds or ms; accepts it elsewhere',
+      async (count) => {
+        await withGuard((guard) => {
+          fc.assert(
+            fc.property(smallNumbers, jobs, (input, name) => {
+              count();
+              const error = expectTypeError(
+                failureOfSync(() => guard.resolveJob({ name, lockAtMostFor: input })),
+                `Expected \`lockAtMostFor\` of job ${JSON.stringify(name)} to be a duration like '5m' or 'PT5M', got ${input}: `,
+              );
+              expect(error.message).toContain(`write '${input}s' for ${input} seconds, or '${input}ms' if you meant milliseconds`);
+              expect(guard.resolveJob({ name, lockAtMostFor: '1m', lockAtLeastFor: input }).lockAtLeastForMs).toBe(wholeMs(input));
+            }),
+            { numRuns: 100 },
+          );
+        });
+      },
+    );
   });
 
   it('accepts zero for lockAtLeastFor and rejects it for lockAtMostFor', async () => {
@@ -230,7 +305,7 @@ describe('bad input: durations', () => {
           }),
           { numRuns: 30 },
         );
-    });
+      });
     });
   });
 
@@ -242,11 +317,16 @@ describe('bad input: durations', () => {
             count();
             const input = value as DurationInput;
             expectDurationError(() => guard.resolveJob({ name, lockAtMostFor: input }), 'lockAtMostFor', name, value);
-            expectDurationError(() => guard.resolveJob({ name, lockAtMostFor: '1m', lockAtLeastFor: input }), 'lockAtLeastFor', name, value);
+            expectDurationError(
+              () => guard.resolveJob({ name, lockAtMostFor: '1m', lockAtLeastFor: input }),
+              'lockAtLeastFor',
+              name,
+              value,
+            );
           }),
           { numRuns: 400 },
         );
-    });
+      });
     });
   });
 
@@ -262,7 +342,7 @@ describe('bad input: durations', () => {
           }),
           { numRuns: 150 },
         );
-    });
+      });
     });
   });
 
@@ -279,7 +359,7 @@ describe('bad input: durations', () => {
           }),
           { numRuns: 100 },
         );
-    });
+      });
     });
   });
 });

@@ -2,7 +2,16 @@
 // statement). Identifiers are accepted; anything else is a TypeError naming the value.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { expectTypeError, failureOf, insertAt, isValidPrefix, MAX_PREFIX_LENGTH, PREFIX_ERROR, withGuard, badInput } from './support/bad-input-rules.js';
+import {
+  expectTypeError,
+  failureOf,
+  insertAt,
+  isValidPrefix,
+  MAX_PREFIX_LENGTH,
+  PREFIX_ERROR,
+  withGuard,
+  badInput,
+} from './support/bad-input-rules.js';
 
 const DATABASES = [
   { name: 'sqlite', url: 'sqlite::memory:', supportsSchemas: false },
@@ -16,8 +25,28 @@ const BAD_CHARACTERS = [' ', '-', '.', "'", '"', '`', ';', '$', '#', '\0', '\n',
 function invalidPrefixes(supportsSchemas: boolean): fc.Arbitrary<unknown> {
   const strings = fc.oneof(
     fc.constantFrom(
-      '', 'x; DROP TABLE y', 'x"; DROP TABLE y; --', "x'", 'a b', 'a-b', 'a.b.c', '.a', 'a.', '..', '"quoted"', '`x`', '[x]',
-      'x$', 'cronguard_ ', ' cronguard_', 'é', '1abc', '9', `a${'b'.repeat(MAX_PREFIX_LENGTH)}`, 'cronguard_;', 'cronguard_\0',
+      '',
+      'x; DROP TABLE y',
+      'x"; DROP TABLE y; --',
+      "x'",
+      'a b',
+      'a-b',
+      'a.b.c',
+      '.a',
+      'a.',
+      '..',
+      '"quoted"',
+      '`x`',
+      '[x]',
+      'x$',
+      'cronguard_ ',
+      ' cronguard_',
+      'é',
+      '1abc',
+      '9',
+      `a${'b'.repeat(MAX_PREFIX_LENGTH)}`,
+      'cronguard_;',
+      'cronguard_\0',
     ),
     fc.string(),
     fc.string({ unit: 'binary', maxLength: 8 }),
@@ -34,7 +63,10 @@ function invalidPrefixes(supportsSchemas: boolean): fc.Arbitrary<unknown> {
   return fc.oneof(
     { weight: 5, arbitrary: strings.filter((text) => !isValidPrefix(text, supportsSchemas)) },
     { weight: 1, arbitrary: fc.anything().filter((value) => typeof value !== 'string' && value !== undefined) },
-    { weight: 1, arbitrary: fc.constantFrom<unknown>(null, 0, 42, true, ['cronguard_'], { prefix: 'x' }, new String('cronguard_')) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom<unknown>(null, 0, 42, true, ['cronguard_'], { prefix: 'x' }, new String('cronguard_')),
+    },
   );
 }
 
@@ -70,9 +102,7 @@ describe.each(DATABASES)('bad input: table prefixes on $name', (database) => {
       await fc.assert(
         fc.asyncProperty(invalidPrefixes(database.supportsSchemas), async (tablePrefix) => {
           count();
-          const error = await failureOf(() =>
-            withGuard(() => undefined, { database: database.url, tablePrefix: tablePrefix as string }),
-          );
+          const error = await failureOf(() => withGuard(() => undefined, { database: database.url, tablePrefix: tablePrefix as string }));
           const typeError = expectTypeError(error, PREFIX_ERROR);
           if (typeof tablePrefix === 'string') expect(typeError.message.endsWith(`got ${JSON.stringify(tablePrefix)}`)).toBe(true);
         }),

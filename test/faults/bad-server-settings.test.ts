@@ -41,8 +41,16 @@ afterAll(async () => {
 });
 
 const settings: Setting[] = [
-  { label: 'mysql (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, SERIALIZABLE)', dialect: 'mysql', prepare: () => hostileMariadb('SERIALIZABLE') },
-  { label: 'mysql (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, REPEATABLE READ)', dialect: 'mysql', prepare: () => hostileMariadb('REPEATABLE READ') },
+  {
+    label: 'mysql (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, SERIALIZABLE)',
+    dialect: 'mysql',
+    prepare: () => hostileMariadb('SERIALIZABLE'),
+  },
+  {
+    label: 'mysql (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, REPEATABLE READ)',
+    dialect: 'mysql',
+    prepare: () => hostileMariadb('REPEATABLE READ'),
+  },
   {
     label: "postgres (default_transaction_isolation 'repeatable read')",
     dialect: 'postgres',
@@ -77,9 +85,14 @@ const settings: Setting[] = [
 /** Every lock row but the hostile and racing jobs', as the server has it. */
 async function foreignRows(raw: RawDatabase, dialect: DialectName, prefix: string): Promise<string[]> {
   const hex = dialect === 'postgres' ? "encode(convert_to(name, 'UTF8'), 'hex')" : 'LOWER(HEX(name))';
-  const rows = await raw.query(`SELECT ${hex} AS n, lock_until, locked_at, locked_by, token, previous_token, last_slot FROM ${prefix}locks`);
+  const rows = await raw.query(
+    `SELECT ${hex} AS n, lock_until, locked_at, locked_by, token, previous_token, last_slot FROM ${prefix}locks`,
+  );
   const foreign = new Set(FOREIGN.map((name) => Buffer.from(name, 'utf8').toString('hex')));
-  return rows.filter((row) => foreign.has(String(row['n']))).map((row) => JSON.stringify(row)).sort();
+  return rows
+    .filter((row) => foreign.has(String(row['n'])))
+    .map((row) => JSON.stringify(row))
+    .sort();
 }
 
 function skipReason(setting: Setting): boolean {
@@ -88,52 +101,65 @@ function skipReason(setting: Setting): boolean {
 }
 
 describe.each(settings)('bad server settings: $label', (setting) => {
-  it.skipIf(skipReason(setting))(`${PROCESSES} processes × ${JOBS.length} jobs (hostile names) × ${ROUNDS} slots, and unlock() of every hostile name`, async () => {
-    await scenario('bad-server-settings', setting.label, async () => {
-      const { url, undo } = await setting.prepare();
-      const prefix = uniquePrefix();
-      const errors: string[] = [];
-      const logger = { warn: (message: string) => void errors.push(message), error: (message: string) => void errors.push(message) };
-      let holder: Guard | undefined;
-      let release: () => void = () => undefined;
-      const raw = await openRaw(setting.dialect, url);
-      try {
-        holder = createGuard({ database: url, tablePrefix: prefix, logger });
-        await holder.migrate();
-        const gate = new Promise<void>((resolve) => (release = resolve));
-        const guard = holder;
-        await Promise.all(
-          FOREIGN.map((name) => new Promise<void>((started) => void guard.run({ name, lockAtMostFor: '5m' }, async () => {
-            started();
-            await gate;
-          }))),
-        );
-        const before = await foreignRows(raw, setting.dialect, prefix);
-        const outcome = await slotRace(url, prefix, JOBS, { processes: PROCESSES, rounds: ROUNDS });
-        let unlockedForeign = 0;
-        for (const name of HOSTILE_NAMES) if (await guard.unlock(name)) unlockedForeign += 1;
-        const after = await foreignRows(raw, setting.dialect, prefix);
-        const touched = before.filter((row) => !after.includes(row)).length + (before.length === FOREIGN.length ? 0 : 1);
-        if (outcome.firstErrors.length > 0 || outcome.logged.length > 0) console.error([...outcome.firstErrors, ...outcome.logged.slice(0, 5)].join('\n'));
-        return {
-          done: `${PROCESSES} processes × ${JOBS.length} jobs × ${ROUNDS} slots, ${HOSTILE_NAMES.length} unlocks`,
-          times: outcome.executions,
-          lost: {
-            duplicates: outcome.duplicates,
-            'slots nobody ran': outcome.unrun,
-            'foreign rows touched': touched,
-            'hostile unlocks that freed a lock': unlockedForeign,
-            'error skips': outcome.errorSkips,
-            'logged errors': outcome.logged.length + errors.length,
-          },
-          figures: `${outcome.executions} runs of ${PROCESSES * JOBS.length * ROUNDS} attempts`,
+  it.skipIf(skipReason(setting))(
+    `${PROCESSES} processes × ${JOBS.length} jobs (hostile names) × ${ROUNDS} slots, and unlock() of every hostile name`,
+    async () => {
+      await scenario('bad-server-settings', setting.label, async () => {
+        const { url, undo } = await setting.prepare();
+        const prefix = uniquePrefix();
+        const errors: string[] = [];
+        const logger = {
+          warn: (message: string) => void errors.push(message),
+          error: (message: string) => void errors.push(message),
         };
-      } finally {
-        release();
-        await holder?.close();
-        await raw.close();
-        await undo();
-      }
-    });
-  });
+        let holder: Guard | undefined;
+        let release: () => void = () => undefined;
+        const raw = await openRaw(setting.dialect, url);
+        try {
+          holder = createGuard({ database: url, tablePrefix: prefix, logger });
+          await holder.migrate();
+          const gate = new Promise<void>((resolve) => (release = resolve));
+          const guard = holder;
+          await Promise.all(
+            FOREIGN.map(
+              (name) =>
+                new Promise<void>(
+                  (started) =>
+                    void guard.run({ name, lockAtMostFor: '5m' }, async () => {
+                      started();
+                      await gate;
+                    }),
+                ),
+            ),
+          );
+          const before = await foreignRows(raw, setting.dialect, prefix);
+          const outcome = await slotRace(url, prefix, JOBS, { processes: PROCESSES, rounds: ROUNDS });
+          let unlockedForeign = 0;
+          for (const name of HOSTILE_NAMES) if (await guard.unlock(name)) unlockedForeign += 1;
+          const after = await foreignRows(raw, setting.dialect, prefix);
+          const touched = before.filter((row) => !after.includes(row)).length + (before.length === FOREIGN.length ? 0 : 1);
+          if (outcome.firstErrors.length > 0 || outcome.logged.length > 0)
+            console.error([...outcome.firstErrors, ...outcome.logged.slice(0, 5)].join('\n'));
+          return {
+            done: `${PROCESSES} processes × ${JOBS.length} jobs × ${ROUNDS} slots, ${HOSTILE_NAMES.length} unlocks`,
+            times: outcome.executions,
+            lost: {
+              duplicates: outcome.duplicates,
+              'slots nobody ran': outcome.unrun,
+              'foreign rows touched': touched,
+              'hostile unlocks that freed a lock': unlockedForeign,
+              'error skips': outcome.errorSkips,
+              'logged errors': outcome.logged.length + errors.length,
+            },
+            figures: `${outcome.executions} runs of ${PROCESSES * JOBS.length * ROUNDS} attempts`,
+          };
+        } finally {
+          release();
+          await holder?.close();
+          await raw.close();
+          await undo();
+        }
+      });
+    },
+  );
 });

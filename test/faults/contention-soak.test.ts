@@ -26,58 +26,71 @@ interface Ran {
 }
 type SoakMessage =
   | { type: 'ready' }
-  | { type: 'done'; runs: Ran[]; skips: Record<string, number>; skipLog: { job: number; slot: number; reason: string; at: number }[]; errors: string[] };
+  | {
+      type: 'done';
+      runs: Ran[];
+      skips: Record<string, number>;
+      skipLog: { job: number; slot: number; reason: string; at: number }[];
+      errors: string[];
+    };
 
 describe.each(dialectTargets())('contention soak on $name', (target) => {
-  it.skipIf(target.serverUrl === null)(`${PROCESSES} processes × ${JOBS} jobs × ${SLOTS} slots: every slot once, no overlap, history = executions`, async () => {
-    await scenario('contention-soak', target.name, async () => {
-      const url = databaseUrl(target);
-      const prefix = uniquePrefix();
-      await guardOn(url, prefix).guard.migrate();
-      const replicas = Array.from({ length: PROCESSES }, () =>
-        startWorker<SoakMessage>('soak-worker.ts', [url, prefix, String(JOBS), String(SLOTS), String(PERIOD_MS), String(BODY_MS)]),
-      );
-      await Promise.all(replicas.map((replica) => replica.next('ready')));
-      const startAt = Date.now() + 500;
-      for (const replica of replicas) replica.send({ type: 'go', startAt });
-      const reports = await Promise.all(replicas.map((replica) => replica.next<Extract<SoakMessage, { type: 'done' }>>('done')));
-      const wallSeconds = (Date.now() - startAt) / 1_000;
+  it.skipIf(target.serverUrl === null)(
+    `${PROCESSES} processes × ${JOBS} jobs × ${SLOTS} slots: every slot once, no overlap, history = executions`,
+    async () => {
+      await scenario('contention-soak', target.name, async () => {
+        const url = databaseUrl(target);
+        const prefix = uniquePrefix();
+        await guardOn(url, prefix).guard.migrate();
+        const replicas = Array.from({ length: PROCESSES }, () =>
+          startWorker<SoakMessage>('soak-worker.ts', [url, prefix, String(JOBS), String(SLOTS), String(PERIOD_MS), String(BODY_MS)]),
+        );
+        await Promise.all(replicas.map((replica) => replica.next('ready')));
+        const startAt = Date.now() + 500;
+        for (const replica of replicas) replica.send({ type: 'go', startAt });
+        const reports = await Promise.all(replicas.map((replica) => replica.next<Extract<SoakMessage, { type: 'done' }>>('done')));
+        const wallSeconds = (Date.now() - startAt) / 1_000;
 
-      const runs = reports.flatMap((report) => report.runs);
-      const perLock = new Map<string, number>();
-      for (const run of runs) perLock.set(`${run.job}/${run.slot}`, (perLock.get(`${run.job}/${run.slot}`) ?? 0) + 1);
-      let overlaps = 0;
-      for (let job = 0; job < JOBS; job += 1) {
-        const ofJob = runs.filter((run) => run.job === job).sort((a, b) => a.start - b.start);
-        for (let i = 1; i < ofJob.length; i += 1) if ((ofJob[i]?.start ?? 0) < (ofJob[i - 1]?.end ?? 0)) overlaps += 1;
-      }
-      const missed = [...Array(JOBS * SLOTS).keys()].filter((i) => !perLock.has(`${i % JOBS}/${Math.floor(i / JOBS)}`));
-      // For whoever reads a failure: why each replica skipped the first missed slots, in ms after the slot was due.
-      for (const i of missed.slice(0, 10)) {
-        const [job, slot] = [i % JOBS, Math.floor(i / JOBS)];
-        const due = startAt + slot * PERIOD_MS;
-        const why = reports.flatMap((report) => report.skipLog).filter((skip) => skip.job === job && skip.slot === slot);
-        console.error(`missed job ${job} slot ${slot}: ${why.map((skip) => `${skip.reason} at +${skip.at - due} ms`).join(', ')}`);
-      }
-      const raw = await openRaw(target.name, url);
-      const [history] = await raw.query<{ n: number | string }>(`SELECT count(*) AS n FROM ${prefix}runs WHERE job_name LIKE 'soak-%' AND status = 'succeeded'`);
-      const [others] = await raw.query<{ n: number | string }>(`SELECT count(*) AS n FROM ${prefix}runs WHERE job_name LIKE 'soak-%' AND status <> 'succeeded'`);
-      await raw.close();
-      const skips = (reason: string): number => reports.reduce((sum, report) => sum + (report.skips[reason] ?? 0), 0);
-      const errors = reports.flatMap((report) => report.errors);
-      if (errors.length > 0) console.error(errors.slice(0, 10).join('\n'));
-      return {
-        done: `${PROCESSES} processes × ${JOBS} jobs × ${SLOTS} slots (${PERIOD_MS} ms apart, body ${BODY_MS} ms)`,
-        times: runs.length,
-        lost: {
-          duplicates: [...perLock.values()].filter((count) => count > 1).length,
-          'missed slots': missed.length,
-          overlaps,
-          'history rows ≠ executions': Math.abs(Number(history?.n) - runs.length) + Number(others?.n),
-          errors: errors.length + skips('error'),
-        },
-        figures: `${PROCESSES * JOBS * SLOTS} attempts in ${wallSeconds.toFixed(1)} s: ${runs.length} ran, ${skips('slot-done')} slot-done, ${skips('locked')} locked`,
-      };
-    });
-  });
+        const runs = reports.flatMap((report) => report.runs);
+        const perLock = new Map<string, number>();
+        for (const run of runs) perLock.set(`${run.job}/${run.slot}`, (perLock.get(`${run.job}/${run.slot}`) ?? 0) + 1);
+        let overlaps = 0;
+        for (let job = 0; job < JOBS; job += 1) {
+          const ofJob = runs.filter((run) => run.job === job).sort((a, b) => a.start - b.start);
+          for (let i = 1; i < ofJob.length; i += 1) if ((ofJob[i]?.start ?? 0) < (ofJob[i - 1]?.end ?? 0)) overlaps += 1;
+        }
+        const missed = [...Array(JOBS * SLOTS).keys()].filter((i) => !perLock.has(`${i % JOBS}/${Math.floor(i / JOBS)}`));
+        // For whoever reads a failure: why each replica skipped the first missed slots, in ms after the slot was due.
+        for (const i of missed.slice(0, 10)) {
+          const [job, slot] = [i % JOBS, Math.floor(i / JOBS)];
+          const due = startAt + slot * PERIOD_MS;
+          const why = reports.flatMap((report) => report.skipLog).filter((skip) => skip.job === job && skip.slot === slot);
+          console.error(`missed job ${job} slot ${slot}: ${why.map((skip) => `${skip.reason} at +${skip.at - due} ms`).join(', ')}`);
+        }
+        const raw = await openRaw(target.name, url);
+        const [history] = await raw.query<{ n: number | string }>(
+          `SELECT count(*) AS n FROM ${prefix}runs WHERE job_name LIKE 'soak-%' AND status = 'succeeded'`,
+        );
+        const [others] = await raw.query<{ n: number | string }>(
+          `SELECT count(*) AS n FROM ${prefix}runs WHERE job_name LIKE 'soak-%' AND status <> 'succeeded'`,
+        );
+        await raw.close();
+        const skips = (reason: string): number => reports.reduce((sum, report) => sum + (report.skips[reason] ?? 0), 0);
+        const errors = reports.flatMap((report) => report.errors);
+        if (errors.length > 0) console.error(errors.slice(0, 10).join('\n'));
+        return {
+          done: `${PROCESSES} processes × ${JOBS} jobs × ${SLOTS} slots (${PERIOD_MS} ms apart, body ${BODY_MS} ms)`,
+          times: runs.length,
+          lost: {
+            duplicates: [...perLock.values()].filter((count) => count > 1).length,
+            'missed slots': missed.length,
+            overlaps,
+            'history rows ≠ executions': Math.abs(Number(history?.n) - runs.length) + Number(others?.n),
+            errors: errors.length + skips('error'),
+          },
+          figures: `${PROCESSES * JOBS * SLOTS} attempts in ${wallSeconds.toFixed(1)} s: ${runs.length} ran, ${skips('slot-done')} slot-done, ${skips('locked')} locked`,
+        };
+      });
+    },
+  );
 });

@@ -21,7 +21,8 @@ interface Server {
 // Same policy as the global setup: CI must never pass by silently skipping a dialect (there,
 // startMariadb() fails the file for want of mariadbd); elsewhere one loud line.
 const skipMariadb = findMariadbd() === undefined && process.env['CI'] !== 'true';
-if (skipMariadb) console.warn('\n*** cronguard: the MariaDB restart scenario is SKIPPED: mariadbd not found (apt-get install -y mariadb-server) ***\n');
+if (skipMariadb)
+  console.warn('\n*** cronguard: the MariaDB restart scenario is SKIPPED: mariadbd not found (apt-get install -y mariadb-server) ***\n');
 
 const servers: Server[] = [
   { name: 'postgres', start: startPostgres, skip: false },
@@ -55,7 +56,11 @@ async function attemptsWhileDown(guard: Guard, jobs: string[]): Promise<{ ranWhi
   let ranWhileDown = 0;
   let notErrorSkip = 0;
   for (const name of jobs) {
-    const result = await within(guard.run({ name, lockAtMostFor: '1m' }, () => void (ranWhileDown += 1)), SETTLES_WITHIN_MS, 'a run while down');
+    const result = await within(
+      guard.run({ name, lockAtMostFor: '1m' }, () => void (ranWhileDown += 1)),
+      SETTLES_WITHIN_MS,
+      'a run while down',
+    );
     if (result.executed || result.reason !== 'error') notErrorSkip += 1;
   }
   return { ranWhileDown, notErrorSkip };

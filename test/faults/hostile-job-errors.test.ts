@@ -19,7 +19,10 @@ describe.each(dialectTargets())('hostile job errors on $name', (target) => {
       const { guard, url, prefix } = await migratedGuard(target);
       // Another replica on the same tables checks that each lock is free right after its run rejected.
       const replica = guardOn(url, prefix).guard;
-      const jobs = HOSTILE_VALUES.map((hostile, index) => ({ hostile, job: { name: `hostile-${index}`, lockAtMostFor: '1m' } }));
+      const jobs = HOSTILE_VALUES.map((hostile, index) => ({
+        hostile,
+        job: { name: `hostile-${index}`, lockAtMostFor: '1m' },
+      }));
       let runs = 0;
       let notRejected = 0;
       let notIdentical = 0;

@@ -9,9 +9,7 @@ import { startWorker } from '../support/processes.js';
 import { scenario } from './support/scenario.js';
 
 type PauseMessage =
-  | { type: 'running'; at: number }
-  | { type: 'signalled'; at: number }
-  | { type: 'done'; end: number | null; warnings: string[] };
+  { type: 'running'; at: number } | { type: 'signalled'; at: number } | { type: 'done'; end: number | null; warnings: string[] };
 
 describe.each(dialectTargets())('a paused holder on $name', (target) => {
   it.skipIf(target.serverUrl === null)('overlaps its successor as documented, and is recorded overran', async () => {
@@ -48,7 +46,7 @@ describe.each(dialectTargets())('a paused holder on $name', (target) => {
             // The documented overlap: the paused job was still running when the successor started.
             'overlap not as documented': (done.end ?? 0) > successorStart ? 0 : 1,
             'no outlived-its-lock warning': /outlived its lock/.test(done.warnings.join('\n')) ? 0 : 1,
-            'successor\'s lock freed by the late release': thirdResult.executed || thirdResult.reason !== 'locked' ? 1 : 0,
+            "successor's lock freed by the late release": thirdResult.executed || thirdResult.reason !== 'locked' ? 1 : 0,
             'paused run not overran': pausedRun?.status === 'succeeded' && pausedRun.overran ? 0 : 1,
             'successor run disturbed': successorRun?.status === 'succeeded' && !successorRun.overran ? 0 : 1,
             // On the database clock (this host's clock here).

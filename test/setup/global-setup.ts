@@ -27,9 +27,7 @@ function startMariadbOrSkip(): Promise<RunningDatabase | null> {
   if (findMariadbd() !== undefined) return startMariadb();
   // CI must never pass by silently skipping a whole dialect.
   if (process.env['CI'] === 'true') {
-    return Promise.reject(
-      new Error('cronguard: mariadbd not found and CI=true; .ci/run should have installed mariadb-server'),
-    );
+    return Promise.reject(new Error('cronguard: mariadbd not found and CI=true; .ci/run should have installed mariadb-server'));
   }
   process.stderr.write(
     '\n*** cronguard: MySQL/MariaDB tests are SKIPPED: mariadbd not found. Install it with: apt-get install -y mariadb-server ***\n\n',
@@ -51,7 +49,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const results = await Promise.allSettled(running.map((db) => db.stop()));
     const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failures.length > 0) {
-      throw new AggregateError(failures.map((f) => f.reason), 'cronguard: stopping test databases failed');
+      throw new AggregateError(
+        failures.map((f) => f.reason),
+        'cronguard: stopping test databases failed',
+      );
     }
   };
 

@@ -14,8 +14,16 @@ export interface HostileValue {
 }
 
 export const HOSTILE_VALUES: readonly HostileValue[] = [
-  { kind: 'an Error whose message holds NUL', make: () => new Error('bad byte \0 in input'), storedAs: 'bad byte \uFFFD in input' },
-  { kind: 'an Error with a lone high surrogate', make: () => new Error('half \uD83E of a pair'), storedAs: 'half \uFFFD of a pair' },
+  {
+    kind: 'an Error whose message holds NUL',
+    make: () => new Error('bad byte \0 in input'),
+    storedAs: 'bad byte \uFFFD in input',
+  },
+  {
+    kind: 'an Error with a lone high surrogate',
+    make: () => new Error('half \uD83E of a pair'),
+    storedAs: 'half \uFFFD of a pair',
+  },
   { kind: 'an Error with a lone low surrogate', make: () => new Error('\uDD80 alone'), storedAs: '\uFFFD alone' },
   {
     kind: 'a 10,000-emoji message with NULs',
@@ -49,7 +57,10 @@ export const HOSTILE_VALUES: readonly HostileValue[] = [
         },
       }),
   },
-  { kind: 'an Error whose message is not text', make: () => Object.assign(new Error(), { message: Object.create(null) as unknown }) },
+  {
+    kind: 'an Error whose message is not text',
+    make: () => Object.assign(new Error(), { message: Object.create(null) as unknown }),
+  },
 ];
 
 /** Whether every dialect stores `text` as is: well-formed UTF-16, no NUL, at most 4,096 code points. */

@@ -15,7 +15,10 @@ const TARBALL = fileURLToPath(new URL('../fixtures/releases/cronguard-0.1.0.tgz'
 /** The old API, as far as the tests use it (its real types are not installed). */
 export interface OldGuard {
   migrate(): Promise<void>;
-  run(options: { name: string; lockAtMostFor: string; lockAtLeastFor?: string | number }, fn: () => unknown): Promise<{ executed: boolean }>;
+  run(
+    options: { name: string; lockAtMostFor: string; lockAtLeastFor?: string | number },
+    fn: () => unknown,
+  ): Promise<{ executed: boolean }>;
   history(query?: { job?: string; limit?: number }): Promise<{ runs: Record<string, unknown>[] }>;
   locks(): Promise<Record<string, unknown>[]>;
   doctor(): Promise<Record<string, unknown>[]>;

@@ -25,8 +25,13 @@ export function startWorker<Message extends { type: string }>(
 ): Worker<Message> {
   const path = fileURLToPath(new URL(`../fixtures/${fixture}`, import.meta.url));
   const nodeArgs = ['--import', 'tsx', ...(options.exposeGc === true ? ['--expose-gc'] : [])];
-  const viaFaketime = options.clockOffset === undefined ? {} : { execPath: 'faketime', execArgv: ['-f', options.clockOffset, process.execPath, ...nodeArgs] };
-  const child = fork(path, args, { execArgv: nodeArgs, ...viaFaketime, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const viaFaketime =
+    options.clockOffset === undefined ? {} : { execPath: 'faketime', execArgv: ['-f', options.clockOffset, process.execPath, ...nodeArgs] };
+  const child = fork(path, args, {
+    execArgv: nodeArgs,
+    ...viaFaketime,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const queue: Message[] = [];
   const received: Message[] = [];
   const waiting: { type: string; resolve: (message: Message) => void; reject: (error: Error) => void }[] = [];
@@ -52,9 +57,7 @@ export function startWorker<Message extends { type: string }>(
       const index = queue.findIndex((message) => message.type === type);
       if (index !== -1) return Promise.resolve(queue.splice(index, 1)[0] as T);
       if (exitCode !== undefined) return Promise.reject(new Error(`${fixture} exited with ${exitCode} before "${type}"`));
-      return new Promise<T>((resolve, reject) =>
-        waiting.push({ type, resolve: resolve as (message: Message) => void, reject }),
-      );
+      return new Promise<T>((resolve, reject) => waiting.push({ type, resolve: resolve as (message: Message) => void, reject }));
     },
   };
 }

@@ -9,9 +9,7 @@ export interface SlotRaceResult {
   readonly error?: string;
 }
 type SlotRaceMessage =
-  | { type: 'ready'; error?: string }
-  | { type: 'round'; results: SlotRaceResult[] }
-  | { type: 'closed'; logged: string[] };
+  { type: 'ready'; error?: string } | { type: 'round'; results: SlotRaceResult[] } | { type: 'closed'; logged: string[] };
 
 /** What a slot race came to: every count is 0 when the guard held. */
 export interface SlotRaceOutcome {
@@ -32,8 +30,15 @@ export interface SlotRaceOutcome {
  * each of `rounds` rounds; a round starts once every process finished the previous one. On `url`
  * (tables of `prefix`, migrated beforehand).
  */
-export async function slotRace(url: string, prefix: string, names: readonly string[], { processes = 4, rounds = 6 } = {}): Promise<SlotRaceOutcome> {
-  const workers = Array.from({ length: processes }, () => startWorker<SlotRaceMessage>('slot-race-worker.ts', [url, prefix, JSON.stringify(names)]));
+export async function slotRace(
+  url: string,
+  prefix: string,
+  names: readonly string[],
+  { processes = 4, rounds = 6 } = {},
+): Promise<SlotRaceOutcome> {
+  const workers = Array.from({ length: processes }, () =>
+    startWorker<SlotRaceMessage>('slot-race-worker.ts', [url, prefix, JSON.stringify(names)]),
+  );
   const ready = await Promise.all(workers.map((worker) => worker.next<Extract<SlotRaceMessage, { type: 'ready' }>>('ready')));
   const results: SlotRaceResult[] = [];
   for (let round = 0; round < rounds; round += 1) {
@@ -59,7 +64,10 @@ export async function slotRace(url: string, prefix: string, names: readonly stri
     duplicates,
     unrun,
     errorSkips: errors.length,
-    logged: [...ready.flatMap((message) => (message.error === undefined ? [] : [`ready: ${message.error}`])), ...closed.flatMap((message) => message.logged)],
+    logged: [
+      ...ready.flatMap((message) => (message.error === undefined ? [] : [`ready: ${message.error}`])),
+      ...closed.flatMap((message) => message.logged),
+    ],
     firstErrors: errors.slice(0, 3).map((result) => `${JSON.stringify(result.name)}: ${result.error ?? ''}`),
   };
 }

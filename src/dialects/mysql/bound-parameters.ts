@@ -1,5 +1,17 @@
 import { Buffer } from 'node:buffer';
-import { OperationNodeTransformer, type KyselyPlugin, type MysqlPool, type MysqlPoolConnection, type PluginTransformQueryArgs, type PluginTransformResultArgs, type PrimitiveValueListNode, type QueryResult, type RootOperationNode, type UnknownRow, type ValueNode } from 'kysely';
+import {
+  OperationNodeTransformer,
+  type KyselyPlugin,
+  type MysqlPool,
+  type MysqlPoolConnection,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type PrimitiveValueListNode,
+  type QueryResult,
+  type RootOperationNode,
+  type UnknownRow,
+  type ValueNode,
+} from 'kysely';
 import type { AcquireStatements } from './acquire-cancel.js';
 
 // mysql2's `query(sql, values)` writes the values into the SQL text itself, escaping quotes with
@@ -120,7 +132,9 @@ class ByteStringValues extends OperationNodeTransformer {
   protected override transformValue(node: ValueNode): ValueNode {
     const value: unknown = node.value;
     // An immediate value is written into the SQL by Kysely itself: the guard passes none of the user's.
-    return typeof value === 'string' && node.immediate !== true ? { ...node, value: Buffer.from(value, 'utf8') } : super.transformValue(node);
+    return typeof value === 'string' && node.immediate !== true
+      ? { ...node, value: Buffer.from(value, 'utf8') }
+      : super.transformValue(node);
   }
 
   /** The values of an INSERT whose values are all plain (the migrator's bookkeeping row). */

@@ -36,5 +36,7 @@ export const mysqlHandles: DialectHandles<mysql2.Pool> = {
 function isMysqlConnection(value: unknown): boolean {
   if (typeof value !== 'object' || value === null) return false;
   const connection = value as Record<string, unknown>;
-  return typeof connection.config === 'object' && typeof connection.execute === 'function' && typeof connection.getConnection !== 'function';
+  return (
+    typeof connection.config === 'object' && typeof connection.execute === 'function' && typeof connection.getConnection !== 'function'
+  );
 }

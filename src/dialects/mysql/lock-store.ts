@@ -6,6 +6,15 @@ import type { ResolvedJob } from '../../core/job-options.js';
 import { asByteStrings } from './bound-parameters.js';
 import { acquireStatementsOf, bindsParameters } from './connection.js';
 import { mysqlTime } from './time-values.js';
+import type {
+  ExtendValues,
+  ReleaseValues,
+  SlotOfJob,
+  StartValues,
+  TakeValues,
+  TokenOfJob,
+  TriggerValues,
+} from './lock-statement-values.js';
 
 /** ER_DUP_ENTRY */
 const DUPLICATE_KEY = 1062;
@@ -13,44 +22,6 @@ const DUPLICATE_KEY = 1062;
 const DEADLOCK = 1213;
 /** Attempts of a statement that InnoDB chose as a deadlock victim. */
 const DEADLOCK_ATTEMPTS = 3;
-
-/** A job's lock row, and a slot as DATETIME(3) text in UTC (`mysqlTime`), or null. */
-interface SlotOfJob {
-  readonly name: string;
-  readonly slot: string | null;
-}
-
-/** A job's lock row as held by one execution. */
-interface TokenOfJob {
-  readonly name: string;
-  readonly token: string;
-}
-
-interface TakeValues extends SlotOfJob, TokenOfJob {
-  readonly lockAtMostForMicros: number;
-  readonly lockedBy: string;
-}
-
-/** A manual run's take (guard.trigger): the pending request's id instead of a slot. */
-interface TriggerValues extends TokenOfJob {
-  readonly lockAtMostForMicros: number;
-  readonly lockedBy: string;
-  readonly triggerId: string;
-}
-
-interface StartValues extends SlotOfJob, TokenOfJob {
-  readonly lockAtMostForMs: number;
-}
-
-interface ReleaseValues extends TokenOfJob {
-  readonly lockAtLeastForMicros: number;
-  readonly status: RunOutcome['status'];
-  readonly error: string | null;
-}
-
-interface ExtendValues extends TokenOfJob {
-  readonly durationMicros: number;
-}
 
 /** A statement with `:name` parameters, sent with `?` marks (laid out once, when the store is built). */
 const statement = <Values extends object>(text: string): NamedStatement<Values> => namedStatement<Values>(text, 'positional');
@@ -63,7 +34,11 @@ const statement = <Values extends object>(text: string): NamedStatement<Values> 
  * and the probe.
  * Without history, a win neither starts nor finishes a run row: the probe, the take, the release.
  */
-export function createMysqlLockStore(db: Kysely<unknown>, tables: TableNames, { history, operatorControls = true }: LockStoreSettings): LockStore {
+export function createMysqlLockStore(
+  db: Kysely<unknown>,
+  tables: TableNames,
+  { history, operatorControls = true }: LockStoreSettings,
+): LockStore {
   const locks = quotedTable(tables, 'locks', '`');
   const runs = quotedTable(tables, 'runs', '`');
   // The acquire's statements, which shutdown cuts on the server (cancelAcquires, KILL QUERY) when
@@ -133,7 +108,8 @@ VALUES (:name, UTC_TIMESTAMP(3) + INTERVAL :lockAtMostForMicros MICROSECOND, UTC
   // process dying between the two leaves no run row of its own, and doctor reports any run left
   // `running` after its lock expired. Cut by shutdown (or refused once it cancels), it fails, and
   // `start` gives the lock it just took back (abandonSql, abortSql: never cut).
-  const startSql = acquireStatement<StartValues>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+  const startSql =
+    acquireStatement<StartValues>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
 SELECT :token, name, :slot, 'running', locked_by, locked_at, :lockAtMostForMs, lock_until FROM ${locks} WHERE name = :name AND token = :token
 UNION ALL
 SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
@@ -168,8 +144,12 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`);
    SET l.lock_until = GREATEST(l.lock_until, UTC_TIMESTAMP(3) + INTERVAL :durationMicros MICROSECOND),
        r.lock_until = GREATEST(r.lock_until, UTC_TIMESTAMP(3) + INTERVAL :durationMicros MICROSECOND)
  WHERE l.name = :name AND l.token = :token AND l.lock_until > UTC_TIMESTAMP(3)`);
-  const heldSql = statement<TokenOfJob>(`SELECT 1 AS held FROM ${locks} WHERE name = :name AND token = :token AND lock_until > UTC_TIMESTAMP(3)`);
-  const skipSql = statement<StartValues & { readonly lockedBy: string }>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+  const heldSql = statement<TokenOfJob>(
+    `SELECT 1 AS held FROM ${locks} WHERE name = :name AND token = :token AND lock_until > UTC_TIMESTAMP(3)`,
+  );
+  const skipSql = statement<
+    StartValues & { readonly lockedBy: string }
+  >(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, :lockAtMostForMs)`);
 
   // Every statement goes through here. Replicas creating lock rows and starting runs for many new
@@ -182,7 +162,8 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
   const encode = bindsParameters(db) ? (parameters: unknown[]) => parameters : asByteStrings;
   async function execute<Row, Values extends object>(named: NamedStatement<Values>, values: Values): Promise<QueryResult<Row>> {
     // Once shutdown cancels the acquires, none of their statements starts: it would not be cut.
-    if (acquires?.cancelling === true && acquires.isAcquire(named.sql)) throw new Error('The guard is shutting down: its acquires are cancelled');
+    if (acquires?.cancelling === true && acquires.isAcquire(named.sql))
+      throw new Error('The guard is shutting down: its acquires are cancelled');
     const compiled = CompiledQuery.raw(named.sql, encode(named.parameters(values)));
     for (let attempt = 1; ; attempt += 1) {
       try {
@@ -196,7 +177,9 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
   // Frees a lock whose run could not be started, so that a failed second statement does not hold
   // the job back for lockAtMostFor. The token goes back to the previous holder's, so that the next
   // taker still marks that run abandoned if it never released.
-  const abortSql = statement<TokenOfJob>(`UPDATE ${locks} SET lock_until = locked_at, token = previous_token WHERE name = :name AND token = :token`);
+  const abortSql = statement<TokenOfJob>(
+    `UPDATE ${locks} SET lock_until = locked_at, token = previous_token WHERE name = :name AND token = :token`,
+  );
   // Releases the lock alone, for a run whose history row is gone (deleted by hand): the joined
   // release below is driven by that row and would leave the lock held until lockAtMostFor.
   const releaseLockOnlySql = statement<Omit<ReleaseValues, 'status' | 'error'>>(`UPDATE ${locks}
@@ -236,12 +219,24 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
     synchronous: false,
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> {
       if (trigger !== undefined) {
-        const values: TriggerValues = { name: job.name, lockAtMostForMicros: Math.round(job.lockAtMostForMs * 1_000), lockedBy, token, triggerId: trigger.id };
+        const values: TriggerValues = {
+          name: job.name,
+          lockAtMostForMicros: Math.round(job.lockAtMostForMs * 1_000),
+          lockedBy,
+          token,
+          triggerId: trigger.id,
+        };
         const taken = await execute(trigger.force ? forcedTriggerSql : triggerSql, values);
         return taken.numAffectedRows === 1n ? start(job, token, null) : 'locked';
       }
       const slotText = slot === null ? null : mysqlTime(slot);
-      const values: TakeValues = { name: job.name, lockAtMostForMicros: Math.round(job.lockAtMostForMs * 1_000), lockedBy, token, slot: slotText };
+      const values: TakeValues = {
+        name: job.name,
+        lockAtMostForMicros: Math.round(job.lockAtMostForMs * 1_000),
+        lockedBy,
+        token,
+        slot: slotText,
+      };
       const take = async (): Promise<boolean> => (await execute(takeSql, values)).numAffectedRows === 1n;
       // A guard that released the lock itself takes first: the row most likely exists and is free.
       if (expectFree && (await take())) return start(job, token, slotText);
@@ -277,13 +272,23 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
       return released.numAffectedRows === 1n;
     },
     async extend(job: ResolvedJob, token: string, durationMs: number): Promise<boolean> {
-      const result = await execute(extendSql, { name: job.name, token, durationMicros: Math.round(durationMs * 1_000) });
+      const result = await execute(extendSql, {
+        name: job.name,
+        token,
+        durationMicros: Math.round(durationMs * 1_000),
+      });
       if ((result.numAffectedRows ?? 0n) > 0n) return true;
       return (await execute(heldSql, { name: job.name, token })).rows.length === 1;
     },
     async recordSkip(job: ResolvedJob, { token, lockedBy, slot }: AcquireRequest): Promise<void> {
       const slotText = slot === null ? null : mysqlTime(slot);
-      await execute(skipSql, { name: job.name, token, slot: slotText, lockedBy, lockAtMostForMs: Math.round(job.lockAtMostForMs) });
+      await execute(skipSql, {
+        name: job.name,
+        token,
+        slot: slotText,
+        lockedBy,
+        lockAtMostForMs: Math.round(job.lockAtMostForMs),
+      });
     },
     // A cut statement fails with ER_QUERY_INTERRUPTED (1317) and rolls back (one autocommit
     // statement): `acquire` rejects, which the guard, shutting down, reports as a GUARD_CLOSED skip.

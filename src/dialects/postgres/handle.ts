@@ -17,6 +17,8 @@ export const postgresHandles: DialectHandles<pg.Pool> = {
     const handle = value as Record<string, unknown>;
     // pg.Client (also a client checked out of a pool): one connection, no pool to take turns on.
     if (!('connectionParameters' in handle) || typeof handle.query !== 'function') return undefined;
-    return typeof handle.release === 'function' ? 'a pg client checked out of a pool; pass the pg Pool itself' : 'a pg Client; pass a pg Pool';
+    return typeof handle.release === 'function'
+      ? 'a pg client checked out of a pool; pass the pg Pool itself'
+      : 'a pg Client; pass a pg Pool';
   },
 };

@@ -7,35 +7,7 @@ import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
-
-/** The parameters of an acquire's statements (the probe, the take, the full acquire), by name. */
-interface AcquireValues {
-  readonly name: string;
-  readonly lockAtMostForMs: number;
-  readonly lockedBy: string;
-  /** The execution's token, and its run's id. */
-  readonly token: string;
-  readonly slot: Date | null;
-  /** acquireTimeout in whole ms, as text for set_config. */
-  readonly lockTimeout: string;
-}
-
-/** A manual run's take (guard.trigger): the pending request's id instead of a slot. */
-type TriggerValues = Omit<AcquireValues, 'slot'> & { readonly triggerId: string };
-
-interface ReleaseValues {
-  readonly name: string;
-  readonly lockAtLeastForMs: number;
-  readonly token: string;
-  readonly status: RunOutcome['status'];
-  readonly error: string | null;
-}
-
-interface ExtendValues {
-  readonly name: string;
-  readonly durationMs: number;
-  readonly token: string;
-}
+import type { AcquireValues, ExtendValues, ReleaseValues, TriggerValues } from './lock-statement-values.js';
 
 /** A statement with `:name` parameters, sent as `$n` (numbered once, when the store is built). */
 const statement = <Values extends object>(text: string) => namedStatement<Values>(text, 'numbered');
@@ -131,7 +103,9 @@ SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-d
   // none of the acquire's five parts. It only ever says no when the acquire would say no at that
   // instant (held, or this slot or a later one already ran); a lock that looks free still goes
   // through the acquire above, which alone decides, atomically.
-  const probeSql = statement<Pick<AcquireValues, 'name' | 'slot'>>(`SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot::timestamptz THEN 'slot-done'
+  const probeSql = statement<
+    Pick<AcquireValues, 'name' | 'slot'>
+  >(`SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot::timestamptz THEN 'slot-done'
               WHEN lock_until > now() THEN 'locked' ELSE 'free' END AS state
   FROM ${locks} WHERE name = :name`);
 
@@ -201,28 +175,47 @@ SELECT 'acquired' AS outcome FROM won`);
 
   // A skipped execution, for those who asked (recordSkips). Not on the losing path by default:
   // a loser writes nothing.
-  const skipSql = statement<Omit<AcquireValues, 'lockTimeout'>>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+  const skipSql = statement<
+    Omit<AcquireValues, 'lockTimeout'>
+  >(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (:token, :name, :slot, 'skipped', :lockedBy, now(), now(), 0, :lockAtMostForMs)`);
 
   // lock_timeout in whole ms, from 1 (0 would turn the bound off) to its maximum, 2^31 - 1.
   const lockTimeout = String(Math.min(Math.max(Math.ceil(acquireTimeoutMs), 1), MAX_TIMER_MS));
   const acquireOutcome = async (values: AcquireValues): Promise<AcquireOutcome> =>
-    (await query<{ outcome: AcquireOutcome }>(acquireSql.sql, acquireSql.parameters(values), { cancellable: true }))[0]?.outcome ?? 'locked';
+    (await query<{ outcome: AcquireOutcome }>(acquireSql.sql, acquireSql.parameters(values), { cancellable: true }))[0]?.outcome ??
+    'locked';
 
   const acquireOnce = async (job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> => {
     if (trigger !== undefined) {
       const take = trigger.force ? forcedTriggerSql : triggerSql;
-      const values: TriggerValues = { name: job.name, lockAtMostForMs: job.lockAtMostForMs, lockedBy, token, lockTimeout, triggerId: trigger.id };
+      const values: TriggerValues = {
+        name: job.name,
+        lockAtMostForMs: job.lockAtMostForMs,
+        lockedBy,
+        token,
+        lockTimeout,
+        triggerId: trigger.id,
+      };
       return (await query<{ outcome: AcquireOutcome }>(take.sql, take.parameters(values), { cancellable: true }))[0]?.outcome ?? 'locked';
     }
-    const values: AcquireValues = { name: job.name, lockAtMostForMs: job.lockAtMostForMs, lockedBy, token, slot, lockTimeout };
+    const values: AcquireValues = {
+      name: job.name,
+      lockAtMostForMs: job.lockAtMostForMs,
+      lockedBy,
+      token,
+      slot,
+      lockTimeout,
+    };
     if (expectFree) {
       if (history) return acquireOutcome(values);
       if ((await query(takeSql.sql, takeSql.parameters(values), { cancellable: true })).length === 1) return 'acquired';
       // The take lost: the probe says why, and a row it finds free (taken and released
       // meanwhile, or deleted by hand) goes through the full acquire.
     }
-    const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql.sql, probeSql.parameters(values), { cancellable: true });
+    const [probe] = await query<{ state: AcquireOutcome | 'free' }>(probeSql.sql, probeSql.parameters(values), {
+      cancellable: true,
+    });
     if (probe !== undefined && probe.state !== 'free') return probe.state;
     return acquireOutcome(values);
   };
@@ -252,7 +245,13 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, now(), now(), 0, :lockAtMost
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       // Without history, :status and :error are not in the statement, nor in its parameters
       // (PostgreSQL cannot type a parameter it never sees).
-      const values: ReleaseValues = { name: job.name, lockAtLeastForMs: job.lockAtLeastForMs, token, status: outcome.status, error: outcome.error };
+      const values: ReleaseValues = {
+        name: job.name,
+        lockAtLeastForMs: job.lockAtLeastForMs,
+        token,
+        status: outcome.status,
+        error: outcome.error,
+      };
       const rows = await query<{ released: number }>(releaseSql.sql, releaseSql.parameters(values));
       return rows[0]?.released === 1;
     },

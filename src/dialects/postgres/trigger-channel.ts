@@ -10,7 +10,10 @@ import { loadDriver } from '../common/load-driver.js';
  * is an identifier: 63 bytes at most, and pg_notify refuses a longer one).
  */
 export function triggerChannel(tables: TableNames): string {
-  const hash = createHash('sha256').update(`${tables.schema ?? ''}.${tables.locks}`).digest('hex').slice(0, 24);
+  const hash = createHash('sha256')
+    .update(`${tables.schema ?? ''}.${tables.locks}`)
+    .digest('hex')
+    .slice(0, 24);
   return `cronguard_${hash}`;
 }
 

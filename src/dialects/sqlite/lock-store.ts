@@ -4,6 +4,7 @@ import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { kyselyRunner, nativeRunner, type LazySqliteDatabase, type SqliteRunner, type TransactionBody } from './statement-runner.js';
+import type { RunValues, SlotOfJob, TokenOfJob } from './lock-statement-values.js';
 
 /** UTC with milliseconds and a fixed width, so that text order is time order. */
 const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
@@ -23,24 +24,6 @@ function call<Values extends object>(named: NamedStatement<Values>, values: Valu
   return CompiledQuery.raw(named.sql, named.parameters(values));
 }
 
-/** A job's lock row, and a slot as ISO text in UTC, or null. */
-interface SlotOfJob {
-  readonly name: string;
-  readonly slot: string | null;
-}
-
-/** A job's lock row as held by one execution; the token is also its run's id. */
-interface TokenOfJob {
-  readonly name: string;
-  readonly token: string;
-}
-
-/** The run a winner starts, or a skipped one. */
-interface RunValues extends SlotOfJob, TokenOfJob {
-  readonly lockedBy: string;
-  readonly lockAtMostForMs: number;
-}
-
 /**
  * The SQLite lock statements, built once per guard. An acquire and a release are each one short
  * transaction on the guard's single connection. BEGIN IMMEDIATE takes the write lock first:
@@ -48,7 +31,11 @@ interface RunValues extends SlotOfJob, TokenOfJob {
  * waiting, when another process wrote in between. Without history, the run-row statements are
  * left out of each transaction.
  */
-export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, { native, history, operatorControls = true }: LockStoreSettings<LazySqliteDatabase>): LockStore {
+export function createSqliteLockStore(
+  db: Kysely<unknown>,
+  tables: TableNames,
+  { native, history, operatorControls = true }: LockStoreSettings<LazySqliteDatabase>,
+): LockStore {
   const locks = quotedTable(tables, 'locks', '"');
   const runs = quotedTable(tables, 'runs', '"');
 
@@ -59,7 +46,9 @@ export function createSqliteLockStore(db: Kysely<unknown>, tables: TableNames, {
   // never released (a released row has none). last_slot is the slot watermark: a scheduled call
   // takes the row only when its slot is newer than the last one that ran, so a late replica never
   // runs a slot twice; an unscheduled call (slot null) ignores it and leaves it as it is.
-  const acquireSql = statement<SlotOfJob & TokenOfJob & { lockedBy: string; lockAtMostFor: string }>(`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
+  const acquireSql = statement<
+    SlotOfJob & TokenOfJob & { lockedBy: string; lockAtMostFor: string }
+  >(`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
 VALUES (:name, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lockAtMostFor), ${NOW}, :lockedBy, :token, :slot)
 ON CONFLICT (name) DO UPDATE
    SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
@@ -86,15 +75,20 @@ RETURNING lock_until, locked_at, previous_token`);
   // lose, and this answers them without taking SQLite's one write lock, which every process on the
   // file would otherwise queue for. It only says no when the acquire would at that instant; a lock
   // that looks free still goes through the upsert, which alone decides.
-  const probeSql = statement<SlotOfJob>(`SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done' WHEN lock_until > ${NOW} THEN 'locked' ELSE 'free' END AS state
+  const probeSql =
+    statement<SlotOfJob>(`SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done' WHEN lock_until > ${NOW} THEN 'locked' ELSE 'free' END AS state
   FROM ${locks} WHERE name = :name`);
   // For a loser: why it lost (read in the same transaction, so it is the row the upsert saw).
   const lossSql = statement<SlotOfJob>(
     `SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-done' ELSE 'locked' END AS outcome FROM ${locks} WHERE name = :name`,
   );
   // The run the winner took over from never released: its process died or overran.
-  const abandonSql = statement<{ previousToken: string }>(`UPDATE ${runs} SET status = 'abandoned' WHERE id = :previousToken AND status = 'running'`);
-  const startSql = statement<RunValues & { startedAt: string; lockUntil: string }>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+  const abandonSql = statement<{ previousToken: string }>(
+    `UPDATE ${runs} SET status = 'abandoned' WHERE id = :previousToken AND status = 'running'`,
+  );
+  const startSql = statement<
+    RunValues & { startedAt: string; lockUntil: string }
+  >(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
 VALUES (:token, :name, :slot, 'running', :lockedBy, :startedAt, :lockAtMostForMs, :lockUntil)`);
 
   // Release: matched by token only; keeps the lock until locked_at + lockAtLeastFor; clearing the
@@ -104,7 +98,12 @@ VALUES (:token, :name, :slot, 'running', :lockedBy, :startedAt, :lockAtMostForMs
  WHERE name = :name AND token = :token`);
   // overran: the lock had expired by now, or another execution had taken it (released = 0). A run
   // already finished is left alone (a second release of the same execution matches no lock row).
-  const finishSql = statement<{ token: string; status: RunOutcome['status']; error: string | null; released: number }>(`UPDATE ${runs}
+  const finishSql = statement<{
+    token: string;
+    status: RunOutcome['status'];
+    error: string | null;
+    released: number;
+  }>(`UPDATE ${runs}
    SET status = :status, finished_at = ${NOW}, error = :error,
        duration_ms = CAST(round((julianday('now') - julianday(started_at)) * 86400000) AS INTEGER),
        overran = (lock_until < ${NOW} OR :released = 0)
@@ -112,11 +111,14 @@ VALUES (:token, :name, :slot, 'running', :lockedBy, :startedAt, :lockAtMostForMs
   // Extend: owner-checked by token and only while not expired, so that a lapsed holder can never
   // revive its lock over a successor; the run's lock_until follows.
   // max(): an extend never shortens the lock under a deadline the job already counts on.
-  const extendSql = statement<TokenOfJob & { extendBy: string }>(`UPDATE ${locks} SET lock_until = max(lock_until, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :extendBy))
+  const extendSql = statement<
+    TokenOfJob & { extendBy: string }
+  >(`UPDATE ${locks} SET lock_until = max(lock_until, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :extendBy))
  WHERE name = :name AND token = :token AND lock_until > ${NOW}
 RETURNING lock_until`);
   const followSql = statement<{ token: string; lockUntil: string }>(`UPDATE ${runs} SET lock_until = :lockUntil WHERE id = :token`);
-  const skipSql = statement<RunValues>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
+  const skipSql =
+    statement<RunValues>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMostForMs)`);
 
   const runner = runnerFor(db, native);
@@ -127,7 +129,8 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
       if (!expectFree && trigger === undefined) {
-        const probe = (await runner.execute(call(probeSql, { name: job.name, slot: slotText }))).rows[0] as { state: AcquireOutcome | 'free' } | undefined;
+        const probe = (await runner.execute(call(probeSql, { name: job.name, slot: slotText }))).rows[0] as
+          { state: AcquireOutcome | 'free' } | undefined;
         if (probe !== undefined && probe.state !== 'free') return probe.state;
       }
       return transaction(function* (): TransactionBody<AcquireOutcome> {
@@ -135,7 +138,13 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
         const taken =
           trigger === undefined
             ? yield call(acquireSql, { name: job.name, lockAtMostFor, lockedBy, token, slot: slotText })
-            : yield call(trigger.force ? forcedTriggerSql : triggerSql, { name: job.name, lockAtMostFor, lockedBy, token, triggerId: trigger.id });
+            : yield call(trigger.force ? forcedTriggerSql : triggerSql, {
+                name: job.name,
+                lockAtMostFor,
+                lockedBy,
+                token,
+                triggerId: trigger.id,
+              });
         const row = taken.rows[0] as { lock_until: string; locked_at: string; previous_token: string | null } | undefined;
         if (row === undefined) {
           // A manual run's loser asks again later; an unscheduled one that skipped the probe
@@ -161,7 +170,11 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
     },
     release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       return transaction(function* (): TransactionBody<boolean> {
-        const released = yield call(releaseSql, { name: job.name, token, lockAtLeastFor: plusSeconds(job.lockAtLeastForMs) });
+        const released = yield call(releaseSql, {
+          name: job.name,
+          token,
+          lockAtLeastFor: plusSeconds(job.lockAtLeastForMs),
+        });
         if (history) yield call(finishSql, { token, status: outcome.status, error: outcome.error, released: released.changes });
         return released.changes === 1;
       });

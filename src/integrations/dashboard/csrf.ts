@@ -23,8 +23,7 @@ export class CsrfProtection {
     if (existing !== undefined && /^[\w-]{22}$/.test(existing)) return { id: existing, setCookie: undefined };
     const id = randomBytes(16).toString('base64url');
     // Secure when the page came over TLS (directly, or through a proxy that says so).
-    const tls =
-      (req.socket as { encrypted?: boolean }).encrypted === true || req.headers['x-forwarded-proto'] === 'https';
+    const tls = (req.socket as { encrypted?: boolean }).encrypted === true || req.headers['x-forwarded-proto'] === 'https';
     return {
       id,
       setCookie: `${CSRF_COOKIE}=${id}; Path=${cookiePath}; HttpOnly; SameSite=Strict${tls ? '; Secure' : ''}`,

@@ -47,9 +47,7 @@ export function resolveDashboardOptions(options: unknown): ResolvedDashboardOpti
     throw new TypeError(`Expected \`readOnly\` of the dashboard to be a boolean, got ${describeValue(readOnly)}`);
   }
   if (authorize !== undefined && typeof authorize !== 'function') {
-    throw new TypeError(
-      `Expected \`authorize\` of the dashboard to be a function (req) => boolean, got ${describeValue(authorize)}`,
-    );
+    throw new TypeError(`Expected \`authorize\` of the dashboard to be a function (req) => boolean, got ${describeValue(authorize)}`);
   }
   if (readOnly === false && authorize === undefined) {
     throw new TypeError(
@@ -58,9 +56,7 @@ export function resolveDashboardOptions(options: unknown): ResolvedDashboardOpti
     );
   }
   if (basePath !== undefined && (typeof basePath !== 'string' || !/^(\/[^/?#\s]+)*\/?$/.test(basePath))) {
-    throw new TypeError(
-      `Expected \`basePath\` of the dashboard to be a path like '/cronguard', got ${describeValue(basePath)}`,
-    );
+    throw new TypeError(`Expected \`basePath\` of the dashboard to be a path like '/cronguard', got ${describeValue(basePath)}`);
   }
   return {
     readOnly: readOnly !== false,

@@ -75,11 +75,7 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     }
   }
 
-  async function handle(
-    req: IncomingMessage,
-    res: ServerResponse,
-    next: ((error?: unknown) => void) | undefined,
-  ): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, next: ((error?: unknown) => void) | undefined): Promise<void> {
     // Express's app.use(path, handler) strips its mount path from req.url and keeps it in req.baseUrl.
     const mountedAt = (req as IncomingMessage & { baseUrl?: unknown }).baseUrl;
     const stripped = typeof mountedAt === 'string' && mountedAt !== '';
@@ -156,8 +152,7 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       shared('locks', () => source.locks()),
     ]);
     const lock = locks.find((candidate) => candidate.name === name);
-    if (lock === undefined && page.runs.length === 0)
-      throw new HttpError(404, 'No such job (no lock row, no run in this range).');
+    if (lock === undefined && page.runs.length === 0) throw new HttpError(404, 'No such job (no lock row, no run in this range).');
     const notice = NOTICES[query.get('notice') ?? ''];
     return jobPage(context, { name, range, runs: page.runs, lock, now, notice });
   }
@@ -176,8 +171,7 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     } catch {
       throw new HttpError(400, 'The form names no valid job.');
     }
-    if (form.get('confirm') !== 'yes')
-      throw new HttpError(400, 'Tick the box that says the process holding the lock is gone.');
+    if (form.get('confirm') !== 'yes') throw new HttpError(400, 'Tick the box that says the process holding the lock is gone.');
     const freed = await source.unlock(job);
     reads.clear();
     return `${base}/job?name=${encodeURIComponent(job)}&notice=${freed ? 'unlocked' : 'not-held'}`;
@@ -222,14 +216,7 @@ function notMine(res: ServerResponse, next: ((error?: unknown) => void) | undefi
   throw new HttpError(404, 'No such page.');
 }
 
-function send(
-  res: ServerResponse,
-  status: number,
-  body: Html,
-  nonce: string,
-  headers: Record<string, string>,
-  headOnly: boolean,
-): void {
+function send(res: ServerResponse, status: number, body: Html, nonce: string, headers: Record<string, string>, headOnly: boolean): void {
   const text = body.toString();
   res.writeHead(status, {
     ...headers,

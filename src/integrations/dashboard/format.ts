@@ -38,9 +38,7 @@ export function formatAgo(date: Date | null | undefined, now: Date): string {
  * when fewer than two runs had a slot.
  */
 export function nextExpectedSlot(runs: readonly RunRecord[], now: Date): Date | undefined {
-  const slots = [...new Set(runs.flatMap((run) => (run.slot === null ? [] : [run.slot.getTime()])))].sort(
-    (a, b) => b - a,
-  );
+  const slots = [...new Set(runs.flatMap((run) => (run.slot === null ? [] : [run.slot.getTime()])))].sort((a, b) => b - a);
   const [newest, previous] = slots;
   if (newest === undefined || previous === undefined) return undefined;
   const gap = newest - previous;

@@ -21,10 +21,7 @@ export const FIT_RUNS = 200;
 function axis(range: RangeName, runs: readonly RunRecord[], now: Date): { from: Date; to: Date } {
   if (range !== 'fit') return { from: new Date(now.getTime() - RANGES[range]), to: now };
   const oldest = runs.at(-1)?.startedAt.getTime() ?? now.getTime() - 60_000;
-  const newest = Math.max(
-    oldest,
-    ...runs.map((run) => (run.status === 'running' ? now : (run.finishedAt ?? run.startedAt)).getTime()),
-  );
+  const newest = Math.max(oldest, ...runs.map((run) => (run.status === 'running' ? now : (run.finishedAt ?? run.startedAt)).getTime()));
   const pad = Math.max(500, (newest - oldest) * 0.05);
   return { from: new Date(oldest - pad), to: new Date(Math.min(now.getTime(), newest + pad)) };
 }
@@ -64,9 +61,7 @@ export function jobPage(context: PageContext, view: JobView): Html {
     html`<tr>
       <th scope="row">${label}</th>
       <td>${formatDuration(ms)}</td>
-      <td>
-        ${ms === null || limit === null ? '—' : `${Math.round((ms / limit) * 100)} %${ms > limit ? ' ⚠ over' : ''}`}
-      </td>
+      <td>${ms === null || limit === null ? '—' : `${Math.round((ms / limit) * 100)} %${ms > limit ? ' ⚠ over' : ''}`}</td>
     </tr>`;
   const rows = runs.slice(0, 200).map(
     (run) =>
@@ -84,9 +79,7 @@ export function jobPage(context: PageContext, view: JobView): Html {
       ${stateBadge(jobState(lock))}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}
     </p>
     <h2>Timeline</h2>
-    <p class="fix">
-      Each bar is a run (focus or hover it for its replica); ⚠ marks a run that overran its lock or overlapped another.
-    </p>
+    <p class="fix">Each bar is a run (focus or hover it for its replica); ⚠ marks a run that overran its lock or overlapped another.</p>
     ${runs.length === 0 ? html`<p>No run in the ${rangeText(range)}.</p>` : timeline(runs, from, to, now, context.base)}
     ${/* PLACEHOLDER(#16 slot ledger): missed slots drawn on the timeline as hollow marks at their slot time. */ ''}
     <h2>Durations</h2>

@@ -40,13 +40,7 @@ export function runStrip(runs: readonly RunRecord[]): Html {
     const title = `${outcome.label}${run.overran ? ', overran' : ''}, ${run.startedAt.toISOString()}, ${formatDuration(run.durationMs)}, on ${run.lockedBy}`;
     return html`<span class="${run.status}" title="${title}">${run.overran ? '⚠' : outcome.symbol}</span>`;
   });
-  return html`<div
-    class="strip"
-    role="img"
-    aria-label="${`last ${runs.length} runs, oldest first: ${summary || 'none'}`}"
-  >
-    ${marks}
-  </div>`;
+  return html`<div class="strip" role="img" aria-label="${`last ${runs.length} runs, oldest first: ${summary || 'none'}`}">${marks}</div>`;
 }
 
 /** Doctor's diagnosis of the runs shown (not skips), and a fix for each problem. */
@@ -65,10 +59,7 @@ export function problemList(diagnosis: RunsDiagnosis): Html {
   const items = diagnosis.problems.map((problem) => {
     let fix = 'see docs/operations in the README';
     if (/lockAtMostFor|overran/.test(problem)) {
-      fix =
-        suggested === null
-          ? 'raise lockAtMostFor above the longest run'
-          : `raise lockAtMostFor to about ${formatDuration(suggested)}`;
+      fix = suggested === null ? 'raise lockAtMostFor above the longest run' : `raise lockAtMostFor to about ${formatDuration(suggested)}`;
     } else if (problem.includes('abandoned')) {
       fix = "a replica died or overran while running it: read that replica's logs (the run's page names it)";
     } else if (problem.includes("still 'running'")) {

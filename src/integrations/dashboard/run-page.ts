@@ -16,12 +16,10 @@ export function runPage(context: PageContext, run: RunRecord, lock: LockRecord |
     html`<h1>Run of <a class="name" href="${context.base}/job?name=${segment(run.job)}">${run.job}</a></h1>
       <div id="live">
         <dl>
-          ${field('Outcome', outcomeBadge(run.status, run.overran))}
-          ${field('Id (token)', html`<span class="name">${run.id}</span>`)}
+          ${field('Outcome', outcomeBadge(run.status, run.overran))} ${field('Id (token)', html`<span class="name">${run.id}</span>`)}
           ${field('Replica', html`<span class="name">${run.lockedBy}</span>`)} ${field('Slot', formatTime(run.slot))}
           ${field('Started', formatTime(run.startedAt))} ${field('Finished', formatTime(run.finishedAt))}
-          ${field('Duration', formatDuration(run.durationMs))}
-          ${field('lockAtMostFor', formatDuration(run.lockAtMostForMs))}
+          ${field('Duration', formatDuration(run.durationMs))} ${field('lockAtMostFor', formatDuration(run.lockAtMostForMs))}
           ${field('Lock until', formatTime(run.lockUntil))}
           ${field('Overran', run.overran ? html`<span class="overran">⚠ yes: it finished after its lock expired; another run may have overlapped it</span>` : 'no')}
           ${field('Job lock now', lock === undefined ? 'no lock row' : `${lock.state}, until ${formatTime(lock.lockUntil)}, taken by ${lock.lockedBy}`)}

@@ -81,9 +81,7 @@ export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: 
     const width = Math.max(3, x(bar.end) - left);
     const top = AXIS + bar.lane * LANE;
     const outcome = OUTCOMES[run.status];
-    const notes = [run.overran ? 'overran its lock' : '', bar.overlaps ? 'overlapped another run' : '']
-      .filter(Boolean)
-      .join(', ');
+    const notes = [run.overran ? 'overran its lock' : '', bar.overlaps ? 'overlapped another run' : ''].filter(Boolean).join(', ');
     const label = `${outcome.label}${notes === '' ? '' : ` (${notes})`}: started ${run.startedAt.toISOString()}, ${formatDuration(run.durationMs)}, on replica ${run.lockedBy}`;
     const lockEnd = run.overran && run.lockUntil !== null ? x(run.lockUntil.getTime()) : undefined;
     return html`<a href="${base}/run?id=${segment(run.id)}" aria-label="${label}"
@@ -100,7 +98,5 @@ export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: 
       ${notes === '' ? '' : html`<text x="${left + width + 75 > WIDTH ? left - 3 : left + width + 3}" y="${top + 15}" font-size="12" fill="#cf222e" text-anchor="${left + width + 75 > WIDTH ? 'end' : 'start'}">⚠ ${run.overran ? 'overran' : 'overlap'}</text>`}</a
     >`;
   });
-  return html`<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Runs on a time axis">
-    ${ticks}${drawn}
-  </svg>`;
+  return html`<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Runs on a time axis">${ticks}${drawn}</svg>`;
 }

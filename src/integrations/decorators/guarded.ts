@@ -103,7 +103,11 @@ function keepDecorations(method: AnyMethod, wrapped: AnyMethod): void {
 /** `reflect-metadata`'s functions on the global `Reflect`, when the app imported it; never imported here. */
 function reflectMetadataApi(): ReflectMetadataApi | undefined {
   const api = Reflect as unknown as Partial<ReflectMetadataApi>;
-  if (typeof api.getOwnMetadataKeys !== 'function' || typeof api.getOwnMetadata !== 'function' || typeof api.defineMetadata !== 'function') {
+  if (
+    typeof api.getOwnMetadataKeys !== 'function' ||
+    typeof api.getOwnMetadata !== 'function' ||
+    typeof api.defineMetadata !== 'function'
+  ) {
     return undefined;
   }
   return api as ReflectMetadataApi;

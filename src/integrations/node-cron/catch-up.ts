@@ -6,9 +6,12 @@ import type { JobFunction } from '../../core/execute.js';
 /** The `catchUp` option of `guard.schedule`: the window in ms, or null without catch-up; a `TypeError` when wrong. */
 export function resolveCatchUp(value: unknown, job: string): number | null {
   if (value === undefined || value === false) return null;
-  const ms = typeof value === 'string' || typeof value === 'number' ? parseDuration(value as DurationInput, { option: 'catchUp', job }) : Number.NaN;
+  const ms =
+    typeof value === 'string' || typeof value === 'number' ? parseDuration(value as DurationInput, { option: 'catchUp', job }) : Number.NaN;
   if (ms > 0) return ms;
-  throw new TypeError(`Expected \`catchUp\` of job ${JSON.stringify(job)} to be false or a duration like '1h', got ${describeValue(value)}`);
+  throw new TypeError(
+    `Expected \`catchUp\` of job ${JSON.stringify(job)} to be false or a duration like '1h', got ${describeValue(value)}`,
+  );
 }
 
 /** The job as a catch-up run sees it: `ctx.catchUp` true, the run marked in the history (`markCatchUp`). */

@@ -57,7 +57,10 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       // Only a lockAtMostFor from the task's distributedLease can be too short here: coordinatorDurations checked the rest.
       const tooLong = lockAtLeastForError(
         { option: sourceOf(options, 'lockAtLeastFor'), ms: durations.lockAtLeastForMs },
-        { option: durations.lockAtMostForMs === undefined ? 'distributedLease' : sourceOf(options, 'lockAtMostFor'), ms: lockAtMostForMs },
+        {
+          option: durations.lockAtMostForMs === undefined ? 'distributedLease' : sourceOf(options, 'lockAtMostFor'),
+          ms: lockAtMostForMs,
+        },
         name,
       );
       if (tooLong !== undefined) {
@@ -73,7 +76,7 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
 
   /** Declares the task's schedule for the slot ledger, from node-cron's registry (the coordinator is told only its name). */
   function declare(job: ResolvedJob): void {
-    const task = [...getTasks().values()].find((candidate) => candidate.name === job.name) as (ScheduledTaskFields | undefined);
+    const task = [...getTasks().values()].find((candidate) => candidate.name === job.name) as ScheduledTaskFields | undefined;
     const expression = task?.getPattern();
     if (expression === undefined) return;
     const cron = resolveCronSlots(expression, task?.timezone, job.name);
@@ -116,7 +119,10 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       const name = match?.[1] ?? key;
       const slot = match?.[2] === undefined ? null : new Date(match[2]);
       if (GENERATED_NAME.test(name)) {
-        warnOnce(name, 'A distributed node-cron task has no name, so each replica would lock its own random id; it will not run. Give it a `name`.');
+        warnOnce(
+          name,
+          'A distributed node-cron task has no name, so each replica would lock its own random id; it will not run. Give it a `name`.',
+        );
         return false;
       }
       const job = jobFor(name, ttlMs);
@@ -148,7 +154,8 @@ interface HeldEntry {
 /** Runs `then` at `at` (performance.now() time), re-armed past a timer's longest wait. */
 function after(entry: HeldEntry, at: number, then: () => void): void {
   const remaining = at - performance.now();
-  entry.expiry = remaining > MAX_TIMER_MS ? setTimeout(() => after(entry, at, then), MAX_TIMER_MS) : setTimeout(then, Math.max(0, remaining));
+  entry.expiry =
+    remaining > MAX_TIMER_MS ? setTimeout(() => after(entry, at, then), MAX_TIMER_MS) : setTimeout(then, Math.max(0, remaining));
   entry.expiry.unref();
 }
 

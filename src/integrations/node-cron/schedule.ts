@@ -90,7 +90,14 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   });
   task.on('task:started', () => host.tasksChanged());
   host.tasksChanged();
-  host.slotWatch.catchUpAtStart(job.name, (slot) => runScheduled(host, job, asCatchUp(fn, (runId) => host.slotWatch.markCatchUp(runId)), slot));
+  host.slotWatch.catchUpAtStart(job.name, (slot) =>
+    runScheduled(
+      host,
+      job,
+      asCatchUp(fn, (runId) => host.slotWatch.markCatchUp(runId)),
+      slot,
+    ),
+  );
   return task;
 }
 
@@ -98,7 +105,12 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
  * One fire: the run, whose job error goes to the guard's logger (the `failed` or `cancelled` event
  * has the error itself). Never rejects: node-cron would print a rejection's stack on the console.
  */
-async function runScheduled<T>(host: ScheduleHost, job: ResolvedJob, fn: JobFunction<T>, slot: Date | null): Promise<RunResult<Awaited<T>> | undefined> {
+async function runScheduled<T>(
+  host: ScheduleHost,
+  job: ResolvedJob,
+  fn: JobFunction<T>,
+  slot: Date | null,
+): Promise<RunResult<Awaited<T>> | undefined> {
   let context: ExecutionContext | undefined;
   try {
     return await host.runner.runResolved(

@@ -38,22 +38,37 @@ export function reportToOpenTelemetry(events: GuardEvents): RunContext {
     if (otel === undefined) return;
     const meter = otel.metrics.getMeter(SCOPE);
     const tracer = otel.trace.getTracer(SCOPE);
-    const executions = meter.createCounter('cronguard.executions', { description: 'Guarded executions that ran, by outcome' });
-    const duration = meter.createHistogram('cronguard.execution.duration', { unit: 'ms', description: 'How long guarded jobs ran' });
+    const executions = meter.createCounter('cronguard.executions', {
+      description: 'Guarded executions that ran, by outcome',
+    });
+    const duration = meter.createHistogram('cronguard.execution.duration', {
+      unit: 'ms',
+      description: 'How long guarded jobs ran',
+    });
     const skips = meter.createCounter('cronguard.skips', { description: 'Executions that did not run, by reason' });
     const startDelay = meter.createHistogram('cronguard.start_delay', {
       unit: 'ms',
       description: 'From a scheduled slot to the job starting on the winning replica',
     });
-    const lockLost = meter.createCounter('cronguard.lock_lost', { description: 'Locks found taken by another execution' });
+    const lockLost = meter.createCounter('cronguard.lock_lost', {
+      description: 'Locks found taken by another execution',
+    });
     const overran = meter.createCounter('cronguard.overran', { description: 'Executions that ran past their lock' });
-    const missed = meter.createCounter('cronguard.missed', { description: 'Scheduled slots no replica ran, counted by the winner of the slot after the gap' });
-    const late = meter.createCounter('cronguard.late', { description: 'Runs that started more than lateAfter after their slot' });
+    const missed = meter.createCounter('cronguard.missed', {
+      description: 'Scheduled slots no replica ran, counted by the winner of the slot after the gap',
+    });
+    const late = meter.createCounter('cronguard.late', {
+      description: 'Runs that started more than lateAfter after their slot',
+    });
     const spans = new Map<string, Span>();
 
     events.on('acquired', ({ job, runId, slot }) => {
       const span = tracer.startSpan(`cronguard.run ${job}`, {
-        attributes: { 'cronguard.job': job, 'cronguard.run_id': runId, ...(slot === null ? {} : { 'cronguard.slot': slot.toISOString() }) },
+        attributes: {
+          'cronguard.job': job,
+          'cronguard.run_id': runId,
+          ...(slot === null ? {} : { 'cronguard.slot': slot.toISOString() }),
+        },
       });
       spans.set(runId, span);
       if (slot !== null) startDelay.record(Date.now() - slot.getTime(), { 'cronguard.job': job });

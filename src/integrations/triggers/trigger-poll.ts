@@ -125,15 +125,19 @@ export class TriggerPoll {
     if (this.#listening !== undefined || this.#host.listen === undefined) return;
     const lost = (error: unknown): void => {
       if (this.#stopped) return;
-      this.#host.logger.warn(`Listening for "run now" requests failed (${messageOf(error)}); polling every ${this.#host.intervalMs} ms meanwhile`);
+      this.#host.logger.warn(
+        `Listening for "run now" requests failed (${messageOf(error)}); polling every ${this.#host.intervalMs} ms meanwhile`,
+      );
       const listening = this.#listening;
       this.#listening = undefined;
       void listening?.then((unlisten) => unlisten?.()).catch(() => undefined);
     };
-    this.#listening = this.#host.listen(() => void this.poll(), lost).catch((error: unknown) => {
-      lost(error);
-      return undefined;
-    });
+    this.#listening = this.#host
+      .listen(() => void this.poll(), lost)
+      .catch((error: unknown) => {
+        lost(error);
+        return undefined;
+      });
   }
 
   async #pollOnce(): Promise<void> {

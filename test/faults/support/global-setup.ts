@@ -21,7 +21,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
         .filter((line) => line !== '')
         .map((line) => JSON.parse(line) as ScenarioReport);
       if (reports.length > 0) {
-        const versions = await serverVersions({ postgres: project.getProvidedContext().postgresUrl, mysql: project.getProvidedContext().mysqlUrl });
+        const versions = await serverVersions({
+          postgres: project.getProvidedContext().postgresUrl,
+          mysql: project.getProvidedContext().mysqlUrl,
+        });
         const out = process.env['CRONGUARD_RELIABILITY_OUT'] ?? 'RELIABILITY.md';
         writeFileSync(out, renderReliability(reports, versions, Math.round((Date.now() - started) / 1_000)));
         process.stderr.write(`cronguard: wrote ${out} (${reports.length} scenario reports)\n`);

@@ -11,22 +11,22 @@ const DESCRIPTIONS: Record<ScenarioId, string> = {
     'Lost: a (job, slot) run twice, a slot nobody ran, two runs of one job overlapping in time, history rows ≠ executions, errors. `test/faults/contention-soak.test.ts`.',
   'crashed-holder':
     'A holder in its own process is killed with SIGKILL mid-job; a contender ticks every 100 ms. Lost: a dead run not `abandoned`, a recovery later than ' +
-    '`lockAtMostFor` + one tick (measured between the two runs\' `started_at`, on the database clock), a takeover before `lockAtMostFor`. `test/faults/crashed-holder.test.ts`.',
+    "`lockAtMostFor` + one tick (measured between the two runs' `started_at`, on the database clock), a takeover before `lockAtMostFor`. `test/faults/crashed-holder.test.ts`.",
   'paused-holder':
     'A holder in its own process is stopped with SIGSTOP past `lockAtMostFor`, a successor takes over, then SIGCONT. Expected, as docs/guarantees.md says: the two overlap. ' +
-    'Lost: the paused run not `overran`, its late release freeing the successor\'s lock, its signal firing after its lock expired. `test/faults/paused-holder.test.ts`.',
+    "Lost: the paused run not `overran`, its late release freeing the successor's lock, its signal firing after its lock expired. `test/faults/paused-holder.test.ts`.",
   'database-restart':
-    'The guard\'s own server (embedded PostgreSQL, mariadbd) is stopped and started again while an acquire waits on a row lock, while a job runs, and while a release waits on a row lock. ' +
+    "The guard's own server (embedded PostgreSQL, mariadbd) is stopped and started again while an acquire waits on a row lock, while a job runs, and while a release waits on a row lock. " +
     'Lost: a crash or unhandled rejection, a job run while the server was down, no normal run within two ticks after, a history row left `running` once its lock expired. `test/faults/database-restart.test.ts`.',
   'clock-skew':
-    'Three node-cron replicas (every second) under Debian\'s faketime at +30 s, 0 and −30 s; the +30 s one runs a slot first, then the others race it. ' +
+    "Three node-cron replicas (every second) under Debian's faketime at +30 s, 0 and −30 s; the +30 s one runs a slot first, then the others race it. " +
     'Lost: a slot label run twice, a second of real time with no run or with two, the fast clock not flagged by `doctor`. ' +
     '`test/faults/clock-skew.test.ts`.',
   'bad-input':
     'fast-check properties over job names (quotes, backslashes, NUL, emoji, SQL injection, 255 and 256 code points), durations and table prefixes. Lost: an invalid value accepted or ' +
     'refused without a TypeError naming it, a valid name not coming back byte-exact from the lock and history rows, a schema change. `test/faults/bad-input-*.test.ts`.',
   'slow-database':
-    'Another session holds the job\'s lock row (`SELECT … FOR UPDATE`; SQLite: a write transaction) while a scheduler ticks every 100 ms with `acquireTimeout` 300 ms. ' +
+    "Another session holds the job's lock row (`SELECT … FOR UPDATE`; SQLite: a write transaction) while a scheduler ticks every 100 ms with `acquireTimeout` 300 ms. " +
     'Lost: a tick not cut by acquireTimeout, a run while the row was held, more than one acquire of the job waiting at once (a pile-up), no run once the row is free. `test/faults/slow-database.test.ts`.',
   'pool-exhaustion':
     'Two replica processes, each with a pool of 5 connections (SQLite: its one connection), fire the same 1,000 jobs in the same second, five bursts. ' +
@@ -39,7 +39,7 @@ const DESCRIPTIONS: Record<ScenarioId, string> = {
     'Servers this scenario starts or configures itself: MariaDB with `NO_BACKSLASH_ESCAPES,ANSI_QUOTES` in sql_mode and `SERIALIZABLE` or `REPEATABLE READ` set globally; PostgreSQL with ' +
     "`default_transaction_isolation = 'repeatable read'` on the database. Four OS processes run 16 jobs, half with hostile names (quotes, backslashes, `-- `, backticks, emoji, 255 characters), " +
     'for the same slot at once, round after round, and `unlock()` every hostile name while another job holds its lock. Lost: a (job, slot) run twice or by nobody, ' +
-    'a change to the other job\'s lock row, an error skip or a logged error. `test/faults/bad-server-settings.test.ts`.',
+    "a change to the other job's lock row, an error skip or a logged error. `test/faults/bad-server-settings.test.ts`.",
 };
 
 /** Scenarios that cannot apply to a dialect, and why: shown as such in the table, not run. */
@@ -49,7 +49,10 @@ const NOT_APPLICABLE: Partial<Record<ScenarioId, Record<string, string>>> = {
 
 export async function serverVersions(urls: { postgres: string | null; mysql: string | null }): Promise<string[]> {
   const versions = [`SQLite ${new Database(':memory:').prepare('SELECT sqlite_version() AS v').pluck().get() as string}`];
-  for (const [dialect, url] of [['postgres', urls.postgres], ['mysql', urls.mysql]] as const) {
+  for (const [dialect, url] of [
+    ['postgres', urls.postgres],
+    ['mysql', urls.mysql],
+  ] as const) {
     if (url === null) continue;
     const raw = await openRaw(dialect, url);
     try {
@@ -93,7 +96,9 @@ export function renderReliability(reports: ScenarioReport[], versions: string[],
     }
     lines.push('| dialect | what was done | times | lost (each kind) | figures | result |', '| --- | --- | --- | --- | --- | --- |');
     for (const row of rows) {
-      const kinds = Object.entries(row.lost).map(([what, count]) => `${what}: ${count}`).join(', ');
+      const kinds = Object.entries(row.lost)
+        .map(([what, count]) => `${what}: ${count}`)
+        .join(', ');
       lines.push(
         `| ${row.dialect} | ${escapeCell(row.done)} | ${row.times} | ${escapeCell(kinds === '' ? '-' : kinds)} | ${escapeCell(row.figures ?? '-')} | ${escapeCell(result(row))} |`,
       );

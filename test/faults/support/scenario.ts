@@ -55,7 +55,7 @@ export async function scenario(id: ScenarioId, dialect: string, body: () => Prom
   try {
     measured = await body();
   } catch (error) {
-    const failure = error instanceof Error ? error.message.split('\n')[0] ?? error.name : String(error);
+    const failure = error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
     write({ scenario: id, dialect, done: 'did not finish', times: 0, lost: {}, failure });
     throw error;
   }
