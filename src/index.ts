@@ -3,7 +3,7 @@ export type { ShutdownOptions } from './guard/shutdown.js';
 export type { GuardOptions } from './guard/guard-options.js';
 export type { ScheduleOptions } from './integrations/node-cron/schedule.js';
 export type { CoordinatorOptions } from './integrations/node-cron/coordinator.js';
-export { GuardError, type GuardErrorCode } from './core/errors.js';
+export { GuardError, GuardErrorCodes, type GuardErrorCode } from './core/errors.js';
 export type { RunResult, SkipReason, Skip } from './core/run-result.js';
 export type { ExecutionContext } from './core/execution-context.js';
 export { currentExecution, assertLocked } from './core/current-execution.js';

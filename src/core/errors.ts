@@ -1,45 +1,55 @@
-/** What went wrong, for code that branches on it. */
-export type GuardErrorCode =
+/**
+ * Every `GuardError` code, each with its meaning (editors show it on `GuardErrorCodes.X`). Compare
+ * `error.code` with the constant or with the string: each constant's value is its own name.
+ *
+ * @example
+ * if (error instanceof GuardError && error.code === GuardErrorCodes.TABLE_MISSING) await guard.migrate();
+ */
+export const GuardErrorCodes = {
   /** The acquire statement failed (database unreachable, permission…). The run was skipped. */
-  | 'ACQUIRE_FAILED'
+  ACQUIRE_FAILED: 'ACQUIRE_FAILED',
   /**
    * The acquire statement took longer than `acquireTimeout`, or the previous acquire of the same
    * job is still waiting after it (no second one is sent). The run was skipped.
    */
-  | 'ACQUIRE_TIMEOUT'
+  ACQUIRE_TIMEOUT: 'ACQUIRE_TIMEOUT',
   /** The release statement failed. The lock expires by itself at `lockAtMostFor`. */
-  | 'RELEASE_FAILED'
+  RELEASE_FAILED: 'RELEASE_FAILED',
   /** The lock table does not exist: run `guard.migrate()` or `cronguard migrate`. */
-  | 'TABLE_MISSING'
+  TABLE_MISSING: 'TABLE_MISSING',
   /** The guard was closed; it admits no new runs. */
-  | 'GUARD_CLOSED'
+  GUARD_CLOSED: 'GUARD_CLOSED',
   /** The standalone `guarded()` decorator ran before `setDefaultGuard()`. */
-  | 'NO_DEFAULT_GUARD'
+  NO_DEFAULT_GUARD: 'NO_DEFAULT_GUARD',
   /** `migrate()` failed. */
-  | 'MIGRATION_FAILED'
+  MIGRATION_FAILED: 'MIGRATION_FAILED',
   /**
    * The tables are at an older schema version than this cronguard needs (`cronguard migrate` was not
    * run since the upgrade). Logged once as a warning; jobs still run, without what needs the newer schema.
    */
-  | 'SCHEMA_OUTDATED'
+  SCHEMA_OUTDATED: 'SCHEMA_OUTDATED',
   /** The reason of `ctx.signal` when the job's local deadline passed: its lock is about to expire. */
-  | 'DEADLINE'
+  DEADLINE: 'DEADLINE',
   /** The reason of `ctx.signal` when the guard shuts down: the job should stop. */
-  | 'SHUTDOWN'
+  SHUTDOWN: 'SHUTDOWN',
   /** `assertLocked()` was called outside a guarded execution. */
-  | 'NOT_LOCKED'
+  NOT_LOCKED: 'NOT_LOCKED',
   /** The reason of `ctx.signal` when an extend found the lock taken by another execution. */
-  | 'LOCK_LOST'
+  LOCK_LOST: 'LOCK_LOST',
   /** An extend of the lock failed (the database did not answer in time, or errored). */
-  | 'EXTEND_FAILED'
+  EXTEND_FAILED: 'EXTEND_FAILED',
   /** `guard.trigger` on a paused job without `force`: nothing was requested. */
-  | 'JOB_PAUSED'
+  JOB_PAUSED: 'JOB_PAUSED',
   /**
    * The reason of `ctx.signal` once the execution has ended (its job returned or threw, and its
    * lock is being or has been given back): for timers and promises the job left behind. Also what
    * `assertLocked()` throws from them, as `NOT_LOCKED`.
    */
-  | 'EXECUTION_ENDED';
+  EXECUTION_ENDED: 'EXECUTION_ENDED',
+} as const;
+
+/** What went wrong, for code that branches on it: one of {@link GuardErrorCodes}. */
+export type GuardErrorCode = (typeof GuardErrorCodes)[keyof typeof GuardErrorCodes];
 
 /**
  * A runtime failure of the guard itself (not of the job). The driver error, when there is one,
