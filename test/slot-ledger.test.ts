@@ -3,7 +3,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { resolveCronSlots } from '../src/core/cron-slots.js';
-import { expectedSlots, lateAfterMs, SLOT_OUTCOMES, slotLedger, summarizeLedger, type LedgerRun } from '../src/core/slot-ledger.js';
+import {
+  expectedSlots,
+  lateAfterMs,
+  pauseIntervals,
+  SLOT_OUTCOMES,
+  slotLedger,
+  summarizeLedger,
+  type LedgerRun,
+  type PauseChangeRecord,
+} from '../src/core/slot-ledger.js';
 
 const ZONES = ['Europe/Paris', 'America/New_York', 'UTC'] as const;
 /** DST changes of 2026: Paris 29 March and 25 October, New York 8 March and 1 November (UTC instants). */
@@ -59,6 +68,30 @@ function historyFor(slots: readonly Date[]): fc.Arbitrary<LedgerRun[]> {
     );
 }
 
+/** Random pause changes (pause, auto-pause, resume, trigger) in and around the slots' range, oldest first. */
+function pauseChangesFor(slots: readonly Date[]): fc.Arbitrary<PauseChangeRecord[]> {
+  const from = (slots[0]?.getTime() ?? Date.UTC(2026, 0, 1)) - 3_600_000;
+  const to = (slots.at(-1)?.getTime() ?? Date.UTC(2026, 0, 1)) + 3_600_000;
+  return fc
+    .array(
+      fc.record({
+        action: fc.constantFrom('pause', 'auto-pause', 'resume', 'trigger'),
+        atMs: fc.integer({ min: from, max: to }),
+        untilS: fc.option(fc.integer({ min: 1, max: 20_000 })),
+      }),
+      { maxLength: 8 },
+    )
+    .map((changes) =>
+      changes
+        .map(({ action, atMs, untilS }) => ({
+          action,
+          at: new Date(atMs),
+          until: action === 'pause' && untilS !== null ? new Date(atMs + untilS * 1_000) : null,
+        }))
+        .sort((a, b) => a.at.getTime() - b.at.getTime()),
+    );
+}
+
 describe('the slot ledger', () => {
   it('gives every expected slot of a random schedule exactly one outcome, across DST changes', () => {
     fc.assert(
@@ -85,16 +118,21 @@ describe('the slot ledger', () => {
           if (!expected.truncated && first !== undefined)
             expect(slots.fireAfter(new Date(Math.ceil(since.getTime() / 1_000) * 1_000 - 1_000))).toEqual(first);
           fc.assert(
-            fc.property(historyFor(expected.slots), (runs) => {
-              const ledger = slotLedger(expected.slots, expected.following, runs, lockAtLeastForMs);
+            fc.property(historyFor(expected.slots), pauseChangesFor(expected.slots), (runs, changes) => {
+              const pauses = pauseIntervals(changes);
+              const ledger = slotLedger(expected.slots, expected.following, runs, lockAtLeastForMs, pauses);
               expect(ledger.map((entry) => entry.slot)).toEqual(expected.slots);
               const counts = summarizeLedger(ledger);
               expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(expected.slots.length);
               for (const entry of ledger) {
                 expect(SLOT_OUTCOMES).toContain(entry.outcome);
                 const ran = runs.find((run) => run.status !== 'skipped' && run.slot.getTime() === entry.slot.getTime());
+                const at = entry.slot.getTime();
+                const inPause = pauses.some((pause) => pause.from.getTime() <= at && (pause.until === null || at < pause.until.getTime()));
                 if (ran === undefined) {
-                  expect(['missed', 'overlapped']).toContain(entry.outcome);
+                  // Unrun: paused exactly when the slot fell in a pause, else missed or overlapped.
+                  if (inPause) expect(entry.outcome).toBe('paused');
+                  else expect(['missed', 'overlapped']).toContain(entry.outcome);
                   expect(entry.runId).toBeNull();
                 } else {
                   expect(entry.runId).toBe(ran.id);
@@ -149,6 +187,37 @@ describe('the slot ledger', () => {
       'missed',
       'missed',
       'missed',
+    ]);
+  });
+
+  it('reads pause intervals from the audit: a pause ends at its until, a resume or the next pause', () => {
+    const t = (s: number): Date => new Date(s * 1_000);
+    const changes: PauseChangeRecord[] = [
+      { action: 'pause', until: t(3), at: t(1) },
+      { action: 'trigger', until: null, at: t(2) },
+      { action: 'auto-pause', until: null, at: t(5) },
+      { action: 'pause', until: null, at: t(7) },
+      { action: 'resume', until: null, at: t(9) },
+      { action: 'resume', until: null, at: t(10) },
+      { action: 'pause', until: null, at: t(12) },
+    ];
+    expect(pauseIntervals(changes)).toEqual([
+      { from: t(1), until: t(3) },
+      { from: t(5), until: t(7) },
+      { from: t(7), until: t(9) },
+      { from: t(12), until: null },
+    ]);
+    // Slots in a pause and unrun are paused (even with a recorded skip), others missed.
+    const slots = [0, 1, 2, 3, 4, 12, 13].map(t);
+    const skip: LedgerRun = { id: 's', slot: t(2), status: 'skipped', startedAt: t(2), finishedAt: t(2), lockUntil: null, catchUp: false };
+    expect(slotLedger(slots, t(14), [skip], 0, pauseIntervals(changes)).map((entry) => entry.outcome)).toEqual([
+      'missed',
+      'paused',
+      'paused',
+      'missed',
+      'missed',
+      'paused',
+      'paused',
     ]);
   });
 

@@ -160,6 +160,42 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       }
     });
 
+    it('shows the slots that fell while a job was paused as paused, and tells of no missed slot for them', async () => {
+      const { guard, logger } = await migratedGuard(target);
+      const missed: GuardEventMap['missed'][0][] = [];
+      guard.on('missed', (event) => missed.push(event));
+      const ran: number[] = [];
+      const task = guard.schedule(EVERY_SECOND, { name: 'pausable', lockAtMostFor: '1m' }, (ctx) => {
+        if (ctx.slot !== null) ran.push(ctx.slot.getTime());
+      });
+      let pausedAt: number;
+      let resumedAt: number;
+      try {
+        await expect.poll(() => ran.length, { timeout: 15_000 }).toBeGreaterThan(0);
+        pausedAt = (await guard.pause('pausable', { reason: 'test' })).at.getTime();
+        // About 3 slots fall while paused.
+        await sleep(3_500);
+        await guard.resume('pausable');
+        resumedAt = Date.now();
+        await expect.poll(() => ran.filter((slot) => slot > resumedAt).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+        // The gap check after the first run past the pause runs off the hot path: let it finish.
+        await sleep(1_000);
+      } finally {
+        await task.destroy();
+      }
+      expect(missed).toEqual([]);
+      expect(logger.warnings.filter((line) => line.includes('missed'))).toEqual([]);
+      const first = ran[0] as number;
+      const last = ran.at(-1) as number;
+      const [ledger] = await guard.slots({ job: 'pausable', since: new Date(first), until: new Date(last + 1) });
+      const outcomes = ledger?.slots ?? [];
+      const paused = outcomes.filter((entry) => entry.outcome === 'paused').map((entry) => entry.slot.getTime());
+      expect(paused.length).toBeGreaterThanOrEqual(3);
+      for (const slot of paused) expect(slot >= pausedAt - 1_000 && slot <= resumedAt + 1_000).toBe(true);
+      expect(outcomes.filter((entry) => entry.outcome === 'missed')).toEqual([]);
+      expect(ledger?.counts.paused).toBe(paused.length);
+    });
+
     it('fires late once for a run that started more than lateAfter after its slot, without a log line', async () => {
       const { guard, logger } = await migratedGuard(target);
       guard.guarded({ name: 'slow-start', lockAtMostFor: '1m', cron: '0 * * * * *' });

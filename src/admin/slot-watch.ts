@@ -7,6 +7,7 @@ import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
 import type { ScheduleStore } from './job-schedules.js';
+import { readPauseIntervals } from './pause-reads.js';
 import { toDate } from './run-record.js';
 import { DECLARE_EVERY_MS } from './slots.js';
 
@@ -178,7 +179,13 @@ export class SlotWatch {
       lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
       catchUp: false,
     };
-    const missed = slotLedger([previous, ...gap.slots], slot, [run], schedule.lockAtLeastForMs)
+    const unrun = slotLedger([previous, ...gap.slots], slot, [run], schedule.lockAtLeastForMs).filter(
+      (entry) => entry.outcome === 'missed',
+    );
+    if (unrun.length === 0) return;
+    // Slots that fell while the job was paused were not missed: one more read, only when a gap was found.
+    const pauses = await readPauseIntervals(db, dialect, this.#parts.tables, schedule.name, previous, slot);
+    const missed = slotLedger([previous, ...gap.slots], slot, [run], schedule.lockAtLeastForMs, pauses)
       .filter((entry) => entry.outcome === 'missed')
       .map((entry) => entry.slot);
     if (missed.length === 0) return;

@@ -15,6 +15,7 @@ import {
   type SlotOutcome,
 } from '../core/slot-ledger.js';
 import { pointInTime } from './history.js';
+import { readPauseIntervals } from './pause-reads.js';
 import type { DeclaredSchedule, ScheduleStore } from './job-schedules.js';
 import { toDate } from './run-record.js';
 
@@ -133,7 +134,9 @@ export function createSlotsReader(
       // newest slots are left out; those that ran are listed.
       const next = cron.fireAfter(cron.slotAt(now));
       const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime());
-      const ledger = slotLedger(expected.slots, expected.following, await rowsFor(schedule, covered, to), schedule.lockAtLeastForMs).filter(
+      const pauses = await readPauseIntervals(db, dialect, tables, schedule.name, covered, to);
+      const runsInRange = await rowsFor(schedule, covered, to);
+      const ledger = slotLedger(expected.slots, expected.following, runsInRange, schedule.lockAtLeastForMs, pauses).filter(
         (entry) => entry.runId !== null || entry.slot.getTime() <= settled,
       );
       ledgers.push({

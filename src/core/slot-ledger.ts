@@ -3,8 +3,8 @@ import type { CronSlots } from './cron-slots.js';
 /**
  * What became of one expected slot. `late`: a run that succeeded, but started more than lateAfter
  * after its slot. `overlapped`: no run, because the lock was still held (the previous run, or its
- * lockAtLeastFor) when the slot came. `missed`: no replica ran it. `paused`: reserved for the
- * operator controls (a job paused by hand), which produce it once they land.
+ * lockAtLeastFor) when the slot came. `missed`: no replica ran it. `paused`: no run, because the
+ * job was paused (by hand or by auto-pause) when the slot came.
  */
 export type SlotOutcome = 'succeeded' | 'failed' | 'cancelled' | 'running' | 'overlapped' | 'paused' | 'late' | 'missed';
 
@@ -32,6 +32,50 @@ export interface LedgerRun {
   readonly lockUntil: Date | null;
   /** A run of a missed slot, made by the `catchUp` option. */
   readonly catchUp: boolean;
+}
+
+/** A time the job was paused: from `from` (inclusive) to `until` (exclusive; null: still paused). */
+export interface PauseInterval {
+  readonly from: Date;
+  readonly until: Date | null;
+}
+
+/** A pause change as the controls audit records it, oldest first. */
+export interface PauseChangeRecord {
+  readonly action: string;
+  /** For a pause: when it lifts by itself (null: until resumed). */
+  readonly until: Date | null;
+  readonly at: Date;
+}
+
+/**
+ * The pause intervals a job's audit implies: a `pause` or `auto-pause` starts one (replacing a pause
+ * in force), which ends at its `until`, at a `resume`, or at the next pause, whichever comes first.
+ * Other actions (`trigger`) change nothing. `changes` ascending by `at`.
+ */
+export function pauseIntervals(changes: readonly PauseChangeRecord[]): PauseInterval[] {
+  const intervals: PauseInterval[] = [];
+  let open: { from: Date; until: Date | null } | null = null;
+  const close = (at: Date): void => {
+    if (open === null) return;
+    const end = open.until !== null && open.until < at ? open.until : at;
+    if (end > open.from) intervals.push({ from: open.from, until: end });
+    open = null;
+  };
+  for (const change of changes) {
+    if (change.action === 'pause' || change.action === 'auto-pause') {
+      close(change.at);
+      open = { from: change.at, until: change.until };
+    } else if (change.action === 'resume') {
+      close(change.at);
+    }
+  }
+  if (open !== null) intervals.push(open);
+  return intervals;
+}
+
+function pausedAt(pauses: readonly PauseInterval[], at: number): boolean {
+  return pauses.some((pause) => pause.from.getTime() <= at && (pause.until === null || at < pause.until.getTime()));
 }
 
 /** One expected slot and its outcome. */
@@ -99,13 +143,14 @@ export function expectedSlots(
  *   succeeded, which is `late` when it started more than lateAfter after the slot.
  * - Without one, the slot is `overlapped` when a run of an earlier slot still held the lock at the
  *   slot's time (running, or finished after it, or within its lockAtLeastFor), or when a skip was
- *   recorded for it (`recordSkips`); else `missed`.
+ *   recorded for it (`recordSkips`), unless it fell in one of `pauses` (`paused`); else `missed`.
  */
 export function slotLedger(
   slots: readonly Date[],
   following: Date | null,
   runs: readonly LedgerRun[],
   lockAtLeastForMs: number,
+  pauses: readonly PauseInterval[] = [],
 ): LedgerSlot[] {
   const bySlot = new Map<number, LedgerRun>();
   const skipped = new Set<number>();
@@ -148,7 +193,9 @@ export function slotLedger(
       continue;
     }
     const overlapped = heldUntil > at || skipped.has(at);
-    ledger.push({ slot, outcome: overlapped ? 'overlapped' : 'missed', runId: null, delayMs: null, catchUp: false });
+    // A pause comes first: while paused, a recorded skip (reason 'paused') is no overlap.
+    const outcome = pausedAt(pauses, at) ? 'paused' : overlapped ? 'overlapped' : 'missed';
+    ledger.push({ slot, outcome, runId: null, delayMs: null, catchUp: false });
   }
   return ledger;
 }
