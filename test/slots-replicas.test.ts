@@ -25,14 +25,14 @@ function messages<T extends Message['type']>(workers: Worker<Message>[], type: T
  * gap is what the replicas really ran: the slots strictly between the newest slot run before the
  * stop and the oldest slot fired after the restart (T0+1 to T0+3 unless a timer was very late).
  */
-async function stopAcrossThreeSlots(target: DialectTarget, catchUp: string) {
+async function stopAcrossThreeSlots(target: DialectTarget, catchUp: string, keepTask = false) {
   const url = databaseUrl(target);
   const prefix = uniquePrefix();
   await guardOn(url, prefix).guard.migrate();
   const all = replicas(url, prefix, 3, '0ms', catchUp);
   await Promise.all(all.map((worker) => worker.next('ready')));
   const t0 = Math.ceil((Date.now() + 2_500) / 1_000) * 1_000;
-  for (const worker of all) worker.send({ startAt: 0, pauseAt: t0 + 600, resumeAt: t0 + 3_300, stopAt: t0 + 6_500 });
+  for (const worker of all) worker.send({ startAt: 0, pauseAt: t0 + 600, resumeAt: t0 + 3_300, stopAt: t0 + 6_500, keepTask });
   await Promise.all(all.map((worker) => worker.exited));
   const ran = messages(all, 'ran');
   const times = (list: typeof ran): number[] => list.map((message) => Date.parse(message.slot));
@@ -65,8 +65,11 @@ describe.each(dialectTargets())('the slot ledger across replicas on $name', (tar
       expect(ledger?.slots.every((entry) => entry.outcome === 'missed' || entry.outcome === 'succeeded')).toBe(true);
     });
 
-    it("with catchUp: '10s', runs the newest missed slot once, on one replica", async () => {
-      const { t0, url, prefix, all, ran } = await stopAcrossThreeSlots(target, '10s');
+    it.each([
+      ['restarted', false],
+      ['kept running, their schedules stopped and started again', true],
+    ])("with catchUp: '10s', runs the newest missed slot once, on one replica (replicas %s)", async (_, keepTask) => {
+      const { t0, url, prefix, all, ran } = await stopAcrossThreeSlots(target, '10s', keepTask);
       const catchUps = ran.filter((message) => message.catchUp);
       expect(catchUps).toHaveLength(1);
       expect(catchUps[0]?.slot).toBe(iso(t0 + 3_000));

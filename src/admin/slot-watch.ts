@@ -128,6 +128,29 @@ export class SlotWatch {
     this.#parts.track(work().catch((error: unknown) => this.#parts.logger.error(`Catching up job "${job}" failed: ${messageOf(error)}`)));
   }
 
+  /**
+   * Before a fire of `slot` on a job with `catchUp`, when this replica did not see the previous
+   * slot settle (its schedule was stopped, or its attempt failed: `settledUpTo` older, or NaN before
+   * its first fire, which the start-up catch-up covers): one read of the watermark. When the previous
+   * slot (the newest missed one) came after it and within the window, that slot runs first, as a
+   * slot like any other, as at start-up: every replica in the same spot tries it before `slot`, and
+   * the watermark lets one take it; once `slot` (or the catch-up) is taken, the watermark is past it,
+   * so there is never a second catch-up for the gap, nor an older one. Never rejects.
+   */
+  async catchUpAfterGap(job: string, slot: Date, settledUpTo: number, run: (slot: Date) => Promise<unknown>): Promise<void> {
+    const schedule = this.#watched.get(job)?.schedule;
+    if (schedule?.catchUpMs === undefined || schedule.catchUpMs === null || Number.isNaN(settledUpTo)) return;
+    const previous = schedule.cron.slotAt(new Date(slot.getTime() - 1_000));
+    if (settledUpTo >= previous.getTime() || Date.now() - previous.getTime() > schedule.catchUpMs) return;
+    try {
+      const last = await this.#parts.schedules.lastSlot(job);
+      if (last === null || last >= previous) return;
+      await run(previous);
+    } catch (error) {
+      this.#parts.logger.error(`Catching up job "${job}" after a gap failed: ${messageOf(error)}`);
+    }
+  }
+
   /** Marks a run as the catch-up of a missed slot (off the hot path). */
   markCatchUp(runId: string): void {
     if (!this.#parts.history) return;

@@ -19,10 +19,11 @@ export interface ScheduleOptions extends JobOptions {
   /** The IANA time zone the cron expression is read in. @default the process's time zone */
   timezone?: string;
   /**
-   * Runs a missed slot once: when this replica starts scheduling the job and the newest slot came
-   * after the newest slot that ran, within this window, that one slot runs (on one replica, with
-   * `ctx.slot` the missed slot and `ctx.catchUp` true, recorded `catch_up` in the history). Never
-   * an older slot, never more than one per gap.
+   * Runs a missed slot once: when this replica starts scheduling the job, or fires after a gap it
+   * did not see settle (its schedule stopped and started again, its attempts failed), and the
+   * newest slot came after the newest slot that ran, within this window, that one slot runs (on one
+   * replica, with `ctx.slot` the missed slot and `ctx.catchUp` true, recorded `catch_up` in the
+   * history). Never an older slot, never more than one per gap.
    * @default false
    */
   catchUp?: false | DurationInput;
@@ -72,16 +73,29 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   const catchUpMs = resolveCatchUp(options.catchUp, job.name);
   const cron = resolveCronSlots(expression, timezone, job.name);
   if (cron !== undefined) host.slotWatch.declare({ ...job, cron, catchUpMs });
+  const catchUpRun = (slot: Date) =>
+    runScheduled(
+      host,
+      job,
+      asCatchUp(fn, (runId) => host.slotWatch.markCatchUp(runId)),
+      slot,
+    );
+  // The newest slot this replica saw settled (it ran, or found it run, held or paused): a fire
+  // whose previous slot is newer than this may follow a gap (catchUp's check; no read otherwise).
+  let settledUpTo = Number.NaN;
+  const fire = async (slot: Date | null): Promise<void> => {
+    if (slot !== null && catchUpMs !== null) await host.slotWatch.catchUpAfterGap(job.name, slot, settledUpTo, catchUpRun);
+    const result = await runScheduled(host, job, fn, slot);
+    if (slot !== null && !(result !== undefined && !result.executed && result.reason === 'error')) {
+      settledUpTo = Math.max(slot.getTime(), Number.isNaN(settledUpTo) ? slot.getTime() : settledUpTo);
+    }
+  };
   // node-cron's context.date is the slot a scheduled fire is for, not the moment the timer fired.
   // A run invoked by hand (task.execute()) has no slot: its date is just "now" on this replica.
-  const task = scheduleTask(
-    expression,
-    (context) => runScheduled(host, job, fn, context.execution?.reason === 'invoked' ? null : context.date),
-    {
-      name: job.name,
-      ...(timezone === undefined ? {} : { timezone }),
-    },
-  );
+  const task = scheduleTask(expression, (context) => fire(context.execution?.reason === 'invoked' ? null : context.date), {
+    name: job.name,
+    ...(timezone === undefined ? {} : { timezone }),
+  });
   host.tasks.add(task);
   // node-cron destroys a task on destroy() or after maxExecutions; a stopped one can start again.
   task.on('task:destroyed', () => {
@@ -90,14 +104,7 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   });
   task.on('task:started', () => host.tasksChanged());
   host.tasksChanged();
-  host.slotWatch.catchUpAtStart(job.name, (slot) =>
-    runScheduled(
-      host,
-      job,
-      asCatchUp(fn, (runId) => host.slotWatch.markCatchUp(runId)),
-      slot,
-    ),
-  );
+  host.slotWatch.catchUpAtStart(job.name, catchUpRun);
   return task;
 }
 
