@@ -3,7 +3,8 @@ import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
-import { createDashboardReader, type RecentRuns } from './dashboard-reads.js';
+import { createDashboardLedgerReader, type RecentSlots } from './dashboard-ledger.js';
+import { createDashboardReader, type RecentRuns, type RunDetail } from './dashboard-reads.js';
 import { packageVersionOrUnknown } from '../core/package-version.js';
 import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
 import { diagnoseLedger } from './doctor-ledger.js';
@@ -12,7 +13,6 @@ import { createScheduleStore, type ScheduleStore } from './job-schedules.js';
 import { createLockReader, type LockRecord } from './locks.js';
 import { runMigrations } from './migrate.js';
 import { createPruner } from './prune.js';
-import type { RunRecord } from './run-record.js';
 import { createReplicaTable, type ReplicaRecord, type ReplicaTable } from './replicas.js';
 import { OPERATOR_CONTROLS_SCHEMA_VERSION, readSchemaVersions, type SchemaVersions } from './schema-version.js';
 import { holderVersion, type VersionReport } from './version-report.js';
@@ -52,6 +52,7 @@ export class Administration {
   readonly #lockReader: ReturnType<typeof createLockReader>;
   readonly #prune: ReturnType<typeof createPruner>;
   readonly #dashboardReader: ReturnType<typeof createDashboardReader>;
+  readonly #recentSlots: ReturnType<typeof createDashboardLedgerReader>;
   readonly #replicas: ReplicaTable;
   /** The jobs table: declared schedules (the slot ledger). */
   readonly schedules: ScheduleStore;
@@ -70,6 +71,7 @@ export class Administration {
     this.#replicas = createReplicaTable(parts.db, parts.dialect, parts.tables);
     this.schedules = createScheduleStore(parts.db, parts.dialect, parts.tables);
     this.#readSlots = createSlotsReader(parts.db, parts.dialect, parts.tables, this.schedules, () => this.#lockReader.now());
+    this.#recentSlots = createDashboardLedgerReader(parts.db, parts.dialect, parts.tables, this.schedules, () => this.#lockReader.now());
     const { db, dialect, tables, logger, isClosed } = parts;
     this.slotWatch = new SlotWatch({
       db,
@@ -129,8 +131,13 @@ export class Administration {
     return this.#reading(() => this.#dashboardReader.recentRuns(perJob), 'dashboard');
   }
 
+  /** Every scheduled job's newest slots, in three queries whatever the number of jobs (the dashboard's overview). */
+  recentSlots(perJob: number): Promise<RecentSlots> {
+    return this.#reading(() => this.#recentSlots(perJob), 'dashboard');
+  }
+
   /** One run by its id (the dashboard's run page). */
-  run(id: string): Promise<RunRecord | undefined> {
+  run(id: string): Promise<RunDetail | undefined> {
     return this.#reading(() => this.#dashboardReader.run(id), 'dashboard');
   }
 

@@ -11,6 +11,14 @@ export interface RecentRuns {
   readonly now: Date | undefined;
 }
 
+/** A run with what the slot ledger records on its row (migration 005). */
+export interface RunDetail extends RunRecord {
+  /** How many slots before this one no replica ran (set on the run after a gap); null when none was seen. */
+  readonly missedSlots: number | null;
+  /** The run was a catch-up of a missed slot (the `catchUp` option). */
+  readonly catchUp: boolean;
+}
+
 /** The reads of the web dashboard that `history()` does not answer: whatever the number of jobs, one query each. */
 export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
   const table = sql.raw(quotedTable(tables, 'runs', dialect.quote));
@@ -57,11 +65,17 @@ export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tab
     },
 
     /** One run by its id (the execution's token), or undefined. */
-    async run(id: string): Promise<RunRecord | undefined> {
+    async run(id: string): Promise<RunDetail | undefined> {
       // The id is the primary key: one row at most, bound as a parameter like every value here.
-      const { rows } = await sql<RunRow>`SELECT ${columns} FROM ${table} WHERE id = ${id}`.execute(db);
+      const { rows } = await sql<RunRow & { missed_slots: number | string | null; catch_up: boolean | number | null }>`
+        SELECT ${columns}, missed_slots, catch_up FROM ${table} WHERE id = ${id}`.execute(db);
       const row = rows[0];
-      return row === undefined ? undefined : toRunRecord(row);
+      if (row === undefined) return undefined;
+      return {
+        ...toRunRecord(row),
+        missedSlots: row.missed_slots === null ? null : Number(row.missed_slots),
+        catchUp: Boolean(Number(row.catch_up ?? 0)),
+      };
     },
   };
 }

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
-import { resolveCronSlots } from '../core/cron-slots.js';
+import { resolveCronSlots, type CronSlots } from '../core/cron-slots.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import type { DurationInput } from '../core/duration.js';
 import { validateJobName } from '../core/job-options.js';
@@ -54,7 +54,8 @@ export const RETIRE_AFTER_MS = 24 * 3_600_000;
 /** How often a replica that schedules a job declares it again. */
 export const DECLARE_EVERY_MS = 3_600_000;
 
-interface LedgerRow {
+/** A runs row as the ledger reads it, with the columns of `ledgerRunColumns`. */
+export interface LedgerRow {
   id: string;
   slot: Date | string;
   status: string;
@@ -62,6 +63,41 @@ interface LedgerRow {
   finished_at: Date | string | null;
   lock_until: Date | string | null;
   catch_up: boolean | number;
+}
+
+/** The columns the ledger reads from the runs table, times as the dialect reads them back. */
+export function ledgerRunColumns(reads: Dialect['reads']): string {
+  return [
+    'id',
+    `${reads.time('slot')} AS slot`,
+    'status',
+    `${reads.time('started_at')} AS started_at`,
+    `${reads.time('finished_at')} AS finished_at`,
+    `${reads.time('lock_until')} AS lock_until`,
+    'catch_up',
+  ].join(', ');
+}
+
+export function toLedgerRun(row: LedgerRow): LedgerRun {
+  return {
+    id: row.id,
+    slot: toDate(row.slot),
+    status: row.status,
+    startedAt: toDate(row.started_at),
+    finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+    lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
+    catchUp: Boolean(Number(row.catch_up)),
+  };
+}
+
+/**
+ * Which of a ledger's slots are settled: a slot nobody has run yet is not missed (nor overlapped)
+ * until lateAfter has passed, so such newest slots are left out; those that ran are listed.
+ */
+export function settledSlots(cron: CronSlots, ledger: LedgerSlot[], now: Date): LedgerSlot[] {
+  const next = cron.fireAfter(cron.slotAt(now));
+  const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime());
+  return ledger.filter((entry) => entry.runId !== null || entry.slot.getTime() <= settled);
 }
 
 /** Reads ledgers: the declared schedules, then per job one range read of its runs by slot. */
@@ -74,17 +110,7 @@ export function createSlotsReader(
 ) {
   const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   const reads = dialect.reads;
-  const columns = sql.raw(
-    [
-      'id',
-      `${reads.time('slot')} AS slot`,
-      'status',
-      `${reads.time('started_at')} AS started_at`,
-      `${reads.time('finished_at')} AS finished_at`,
-      `${reads.time('lock_until')} AS lock_until`,
-      'catch_up',
-    ].join(', '),
-  );
+  const columns = sql.raw(ledgerRunColumns(reads));
 
   /**
    * One job's rows by slot, on the (job_name, slot) index. From one lockAtMostFor (or
@@ -96,15 +122,7 @@ export function createSlotsReader(
     const { rows } = await sql<LedgerRow>`SELECT ${columns} FROM ${runs}
       WHERE job_name = ${schedule.name} AND slot >= ${reads.timeParameter(before)} AND slot < ${reads.timeParameter(to)}
       ORDER BY slot LIMIT ${MAX_LEDGER_SLOTS * 20}`.execute(db);
-    return rows.map((row) => ({
-      id: row.id,
-      slot: toDate(row.slot),
-      status: row.status,
-      startedAt: toDate(row.started_at),
-      finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
-      lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
-      catchUp: Boolean(Number(row.catch_up)),
-    }));
+    return rows.map(toLedgerRun);
   }
 
   return async function slots(query: SlotsQuery = {}): Promise<JobLedger[]> {
@@ -130,14 +148,12 @@ export function createSlotsReader(
       const to = new Date(Math.max(end, from.getTime()));
       const expected = expectedSlots(cron, from, to);
       const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;
-      // A slot nobody has run yet is not missed (nor overlapped) until lateAfter has passed: such
-      // newest slots are left out; those that ran are listed.
-      const next = cron.fireAfter(cron.slotAt(now));
-      const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime());
       const pauses = await readPauseIntervals(db, dialect, tables, schedule.name, covered, to);
       const runsInRange = await rowsFor(schedule, covered, to);
-      const ledger = slotLedger(expected.slots, expected.following, runsInRange, schedule.lockAtLeastForMs, pauses).filter(
-        (entry) => entry.runId !== null || entry.slot.getTime() <= settled,
+      const ledger = settledSlots(
+        cron,
+        slotLedger(expected.slots, expected.following, runsInRange, schedule.lockAtLeastForMs, pauses),
+        now,
       );
       ledgers.push({
         job: schedule.name,

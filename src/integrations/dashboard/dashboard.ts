@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RecentRuns } from '../../admin/dashboard-reads.js';
+import type { RecentSlots } from '../../admin/dashboard-ledger.js';
+import type { RecentRuns, RunDetail } from '../../admin/dashboard-reads.js';
 import type { HistoryPage, HistoryQuery } from '../../admin/history.js';
 import type { LockRecord } from '../../admin/locks.js';
-import type { RunRecord } from '../../admin/run-record.js';
+import type { JobLedger, SlotsQuery } from '../../admin/slots.js';
 import { GuardError } from '../../core/errors.js';
 import { validateJobName } from '../../core/job-options.js';
 import { CsrfProtection, CSRF_FIELD } from './csrf.js';
 import { resolveDashboardOptions, type DashboardHandler, type DashboardOptions } from './dashboard-options.js';
 import { html, type Html } from './html.js';
-import { FIT_RUNS, jobPage, RANGE_NAMES, RANGES } from './job-page.js';
+import { axis, FIT_RUNS, jobPage, RANGE_NAMES, RANGES } from './job-page.js';
 import { page, type PageContext } from './layout.js';
 import { locksPage } from './locks-page.js';
 import { overviewPage, STRIP_RUNS } from './overview-page.js';
@@ -20,7 +21,11 @@ import { runPage } from './run-page.js';
 /** What the dashboard reads and does: the guard's administration. */
 export interface DashboardSource {
   recentRuns(perJob: number): Promise<RecentRuns>;
-  run(id: string): Promise<RunRecord | undefined>;
+  /** Every scheduled job's newest slots, in a fixed number of queries. */
+  recentSlots(perJob: number): Promise<RecentSlots>;
+  /** One job's slot ledger in a range (`guard.slots`). */
+  slots(query: SlotsQuery): Promise<JobLedger[]>;
+  run(id: string): Promise<RunDetail | undefined>;
   history(query: HistoryQuery | undefined): Promise<HistoryPage>;
   locks(): Promise<LockRecord[]>;
   /** `job` is a validated job name. */
@@ -108,11 +113,12 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     }
     let body: Html;
     if (path === '/') {
-      const [locks, recent] = await Promise.all([
+      const [locks, recent, slots] = await Promise.all([
         shared('locks', () => source.locks()),
         shared('recent', () => source.recentRuns(STRIP_RUNS)),
+        shared('slots', () => source.recentSlots(STRIP_RUNS)),
       ]);
-      body = overviewPage(context, locks, recent);
+      body = overviewPage(context, locks, recent, slots);
     } else if (path === '/locks') {
       body = locksPage(context, await shared('locks', () => source.locks()));
     } else if (path === '/job') {
@@ -122,11 +128,21 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       // An id is an execution's token (36 characters); anything else cannot be one.
       const run = id.length > 0 && id.length <= 36 ? await shared(`run\0${id}`, () => source.run(id)) : undefined;
       if (run === undefined) throw new HttpError(404, 'No such run (it may have been pruned).');
-      const locks = await shared('locks', () => source.locks());
+      const { slot } = run;
+      const [locks, ledgers] = await Promise.all([
+        shared('locks', () => source.locks()),
+        // The ledger of the run's one slot: its outcome (late, or the run that counts for it).
+        slot === null
+          ? []
+          : shared(`slot\0${run.job}\0${slot.toISOString()}`, () =>
+              source.slots({ job: run.job, since: slot, until: new Date(slot.getTime() + 1) }),
+            ),
+      ]);
       body = runPage(
         context,
         run,
         locks.find((lock) => lock.name === run.job),
+        ledgers[0]?.slots.find((entry) => entry.slot.getTime() === slot?.getTime()),
       );
     } else {
       return notMine(res, next);
@@ -152,9 +168,14 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       shared('locks', () => source.locks()),
     ]);
     const lock = locks.find((candidate) => candidate.name === name);
-    if (lock === undefined && page.runs.length === 0) throw new HttpError(404, 'No such job (no lock row, no run in this range).');
+    // The slot ledger of the axis shown: its missed and overlapped slots are drawn on the timeline.
+    // From the axis's start to now: the `fit` axis stretches to the newest slot no run took.
+    const { from } = axis(range, page.runs, now);
+    const [ledger] = await shared(`ledger\0${range}\0${name}`, () => source.slots({ job: name, since: from, until: now }));
+    if (lock === undefined && page.runs.length === 0 && ledger === undefined)
+      throw new HttpError(404, 'No such job (no lock row, no declared schedule, no run in this range).');
     const notice = NOTICES[query.get('notice') ?? ''];
-    return jobPage(context, { name, range, runs: page.runs, lock, now, notice });
+    return jobPage(context, { name, range, runs: page.runs, lock, now, notice, ledger });
   }
 
   /** A POST that frees a lock: refused unless controls are on, `authorize` agrees and the CSRF token matches. */

@@ -1,11 +1,14 @@
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord } from '../../admin/run-record.js';
+import type { JobLedger } from '../../admin/slots.js';
+import type { LedgerSlot } from '../../core/slot-ledger.js';
 import { CSRF_FIELD } from './csrf.js';
 import { formatDuration, formatTime } from './format.js';
 import { html, segment, type Html } from './html.js';
 import { diagnose, jobState, outcomeBadge, problemList, stateBadge } from './job-summary.js';
 import { page, type PageContext } from './layout.js';
-import { timeline } from './timeline.js';
+import { slotCounts } from './slot-marks.js';
+import { MAX_SLOT_MARKS, timeline } from './timeline.js';
 
 /** The fixed time axes a job page offers, besides `fit` (the job's last FIT_RUNS runs, however long ago). */
 export const RANGES = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 } as const;
@@ -16,12 +19,20 @@ export const FIT_RUNS = 200;
 
 /**
  * The time axis: the range's length up to now, or for `fit` from a little before the oldest run
- * shown to a little after the newest one ended (now, while one runs).
+ * shown (or its slot) to a little after the newest one ended (now, while one runs), stretched to
+ * the newest slot no run took (a job that stopped running shows the slots it missed since).
  */
-function axis(range: RangeName, runs: readonly RunRecord[], now: Date): { from: Date; to: Date } {
+export function axis(range: RangeName, runs: readonly RunRecord[], now: Date, slots: readonly LedgerSlot[] = []): { from: Date; to: Date } {
   if (range !== 'fit') return { from: new Date(now.getTime() - RANGES[range]), to: now };
-  const oldest = runs.at(-1)?.startedAt.getTime() ?? now.getTime() - 60_000;
-  const newest = Math.max(oldest, ...runs.map((run) => (run.status === 'running' ? now : (run.finishedAt ?? run.startedAt)).getTime()));
+  const last = runs.at(-1);
+  const oldest = last === undefined ? now.getTime() - 60_000 : Math.min(last.startedAt.getTime(), last.slot?.getTime() ?? Infinity);
+  const unrun = slots.filter((entry) => entry.runId === null && entry.slot.getTime() >= oldest);
+  const newest = Math.max(
+    oldest,
+    ...runs.map((run) => (run.status === 'running' ? now : (run.finishedAt ?? run.startedAt)).getTime()),
+    ...runs.map((run) => run.slot?.getTime() ?? oldest),
+    unrun.at(-1)?.slot.getTime() ?? oldest,
+  );
   const pad = Math.max(500, (newest - oldest) * 0.05);
   return { from: new Date(oldest - pad), to: new Date(Math.min(now.getTime(), newest + pad)) };
 }
@@ -44,12 +55,53 @@ export interface JobView {
   readonly now: Date;
   /** The outcome of a control just used, shown once. */
   readonly notice: string | undefined;
+  /** The job's slot ledger over the axis shown, when it has a declared schedule. */
+  readonly ledger: JobLedger | undefined;
+}
+
+/** The declared schedule and what its slots in the range became; the slots no run took, listed. */
+function scheduleSection(ledger: JobLedger | undefined): Html {
+  if (ledger === undefined) {
+    return html`<p class="fix">
+      No declared schedule (the job is not run by guard.schedule, a cron decorator or the coordinator): no slot ledger.
+    </p>`;
+  }
+  const unrun = ledger.slots.filter((entry) => entry.outcome === 'missed' || entry.outcome === 'overlapped');
+  const items = unrun
+    .slice(-MAX_SLOT_MARKS)
+    .reverse()
+    .map(
+      (entry) =>
+        html`<li>
+          <strong class="slot-alarm">${entry.outcome === 'missed' ? '○ missed' : '⧉ overlapped'}</strong>
+          ${formatTime(entry.slot)}
+        </li>`,
+    );
+  return html`<p>
+      Schedule
+      <code class="name">${ledger.expression}</code
+      >${ledger.timezone === null ? '' : html` in ${ledger.timezone}`}${ledger.retired ? ' (retired: no replica declares it any more)' : ''}.
+      Slots in this range:
+      ${ledger.slots.length === 0 ? 'none yet' : slotCounts(ledger.slots)}${ledger.truncated ? ` (the newest ${ledger.slots.length})` : ''}.
+    </p>
+    ${
+      unrun.length === 0
+        ? ''
+        : html`<details open>
+            <summary>
+              ${unrun.length} slot(s) no run took, newest first${unrun.length > MAX_SLOT_MARKS ? ` (the newest ${MAX_SLOT_MARKS})` : ''}
+            </summary>
+            <ul class="slot-list">
+              ${items}
+            </ul>
+          </details>`
+    }`;
 }
 
 /** A job: its timeline, its durations against lockAtMostFor, its problems, its runs, and its controls. */
 export function jobPage(context: PageContext, view: JobView): Html {
-  const { name, range, runs, lock, now } = view;
-  const { from, to } = axis(range, runs, now);
+  const { name, range, runs, lock, now, ledger } = view;
+  const { from, to } = axis(range, runs, now, ledger?.slots);
   const diagnosis = diagnose(name, runs, now);
   const jobPath = `${context.base}/job?name=${segment(name)}`;
   const ranges = RANGE_NAMES.map(
@@ -79,9 +131,16 @@ export function jobPage(context: PageContext, view: JobView): Html {
       ${stateBadge(jobState(lock))}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}
     </p>
     <h2>Timeline</h2>
-    <p class="fix">Each bar is a run (focus or hover it for its replica); ⚠ marks a run that overran its lock or overlapped another.</p>
-    ${runs.length === 0 ? html`<p>No run in the ${rangeText(range)}.</p>` : timeline(runs, from, to, now, context.base)}
-    ${/* PLACEHOLDER(#16 slot ledger): missed slots drawn on the timeline as hollow marks at their slot time. */ ''}
+    <p class="fix">
+      Each bar is a run (focus or hover it for its replica); ⚠ marks a run that overran its lock or overlapped another; a hollow ▽ above the
+      runs marks a missed slot, a ◆ an overlapped one.
+    </p>
+    ${
+      runs.length === 0 && (ledger?.slots.length ?? 0) === 0
+        ? html`<p>No run in the ${rangeText(range)}.</p>`
+        : timeline(runs, from, to, now, context.base, ledger?.slots)
+    }
+    ${scheduleSection(ledger)}
     <h2>Durations</h2>
     <div class="scroll">
       <table>

@@ -1,10 +1,15 @@
 import type { RunRecord } from '../../admin/run-record.js';
+import type { LedgerSlot } from '../../core/slot-ledger.js';
 import { formatDuration, OUTCOMES } from './format.js';
 import { html, segment, type Html } from './html.js';
 
 const WIDTH = 1_000;
 const LANE = 26;
 const AXIS = 22;
+/** The lane above the runs where slots without a run are marked. */
+const SLOT_LANE = 24;
+/** The most slot marks one timeline draws (the newest): past that they would merge into a band. */
+export const MAX_SLOT_MARKS = 500;
 const COLOURS: Readonly<Record<RunRecord['status'], string>> = {
   succeeded: '#1a7f37',
   failed: '#cf222e',
@@ -35,7 +40,14 @@ function endOf(run: RunRecord, now: Date): number {
  * after its lock expired) is outlined in red with a ⚠ and its lock's end drawn across it. Each bar
  * is a link to the run (keyboard-focusable), titled with its outcome, times and replica.
  */
-export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: Date, base: string): Html {
+export function timeline(
+  runs: readonly RunRecord[],
+  from: Date,
+  to: Date,
+  now: Date,
+  base: string,
+  slots: readonly LedgerSlot[] = [],
+): Html {
   const span = Math.max(1, to.getTime() - from.getTime());
   const x = (time: number): number => Math.min(WIDTH, Math.max(0, ((time - from.getTime()) / span) * WIDTH));
   const bars: Bar[] = runs
@@ -52,7 +64,13 @@ export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: 
   for (const bar of bars) {
     bar.overlaps = bars.some((other) => other !== bar && other.start < bar.end && bar.start < other.end);
   }
-  const height = AXIS + Math.max(1, laneEnds.length) * LANE + 4;
+  // Slots no run took: missed (a hollow red triangle and a dashed line down the lanes) or
+  // overlapped (a purple diamond), in a lane of their own above the runs, each with its word.
+  const unrun = slots
+    .filter((entry) => (entry.outcome === 'missed' || entry.outcome === 'overlapped') && entry.slot >= from && entry.slot <= to)
+    .slice(-MAX_SLOT_MARKS);
+  const top = AXIS + (unrun.length === 0 ? 0 : SLOT_LANE);
+  const height = top + Math.max(1, laneEnds.length) * LANE + 4;
   const ticks = Array.from({ length: 7 }, (_, index) => {
     const time = from.getTime() + (span * index) / 6;
     const iso = new Date(time).toISOString();
@@ -79,7 +97,7 @@ export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: 
     const { run } = bar;
     const left = Math.min(x(bar.start), WIDTH - 3);
     const width = Math.max(3, x(bar.end) - left);
-    const top = AXIS + bar.lane * LANE;
+    const top = AXIS + (unrun.length === 0 ? 0 : SLOT_LANE) + bar.lane * LANE;
     const outcome = OUTCOMES[run.status];
     const notes = [run.overran ? 'overran its lock' : '', bar.overlaps ? 'overlapped another run' : ''].filter(Boolean).join(', ');
     const label = `${outcome.label}${notes === '' ? '' : ` (${notes})`}: started ${run.startedAt.toISOString()}, ${formatDuration(run.durationMs)}, on replica ${run.lockedBy}`;
@@ -98,5 +116,31 @@ export function timeline(runs: readonly RunRecord[], from: Date, to: Date, now: 
       ${notes === '' ? '' : html`<text x="${left + width + 75 > WIDTH ? left - 3 : left + width + 3}" y="${top + 15}" font-size="12" fill="#cf222e" text-anchor="${left + width + 75 > WIDTH ? 'end' : 'start'}">⚠ ${run.overran ? 'overran' : 'overlap'}</text>`}</a
     >`;
   });
-  return html`<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Runs on a time axis">${ticks}${drawn}</svg>`;
+  const labelled = unrun.length <= 12;
+  const marks = unrun.map((entry) => {
+    const at = x(entry.slot.getTime());
+    const missed = entry.outcome === 'missed';
+    const word = missed ? 'missed' : 'overlapped';
+    const label = `${word} slot ${entry.slot.toISOString()}: ${missed ? 'no replica ran it' : 'the lock was still held, no run'}`;
+    const y = AXIS + 4;
+    const shape = missed
+      ? html`<polygon points="${at - 6},${y} ${at + 6},${y} ${at},${y + 12}" fill="#fff" stroke="#cf222e" stroke-width="2" /><line
+            x1="${at}"
+            x2="${at}"
+            y1="${y + 12}"
+            y2="${height}"
+            stroke="#cf222e"
+            stroke-dasharray="3 3"
+          />`
+      : html`<polygon points="${at},${y} ${at + 6},${y + 6} ${at},${y + 12} ${at - 6},${y + 6}" fill="#8250df" stroke="#fff" />`;
+    const text = labelled
+      ? html`<text x="${at + 8}" y="${y + 11}" font-size="11" fill="${missed ? '#cf222e' : '#8250df'}">${word}</text>`
+      : '';
+    return html`<g class="slot-mark slot-${entry.outcome}" tabindex="0" role="img" aria-label="${label}"
+      ><title>${label}</title>${shape}${text}</g
+    >`;
+  });
+  return html`<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" role="group" aria-label="Runs on a time axis">
+    ${ticks}${marks}${drawn}
+  </svg>`;
 }

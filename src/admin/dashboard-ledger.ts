@@ -1,0 +1,88 @@
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { quotedTable } from '../dialects/common/quote.js';
+import { resolveCronSlots } from '../core/cron-slots.js';
+import type { Dialect, TableNames } from '../core/dialect.js';
+import { expectedSlots, slotLedger, type LedgerSlot } from '../core/slot-ledger.js';
+import type { ScheduleStore } from './job-schedules.js';
+import { DECLARE_EVERY_MS, ledgerRunColumns, RETIRE_AFTER_MS, settledSlots, toLedgerRun, type LedgerRow } from './slots.js';
+
+/** The newest slots of one scheduled job, as the dashboard's overview strip shows them. */
+export interface RecentJobSlots {
+  readonly expression: string;
+  readonly timezone: string | null;
+  /** The schedule's next fire after the database's now; null once the schedule is retired. */
+  readonly next: Date | null;
+  /** Oldest first, at most the number asked for. */
+  readonly slots: readonly LedgerSlot[];
+}
+
+/** Every scheduled job's newest slots, and the database's clock they were read at. */
+export interface RecentSlots {
+  readonly jobs: ReadonlyMap<string, RecentJobSlots>;
+  readonly now: Date;
+}
+
+/**
+ * The overview's ledger, whatever the number of jobs in three queries: the database's clock, the
+ * declared schedules, then one read of the runs of every scheduled job's newest slots (`guard.slots()`
+ * reads one job at a time, a query per job).
+ */
+export function createDashboardLedgerReader(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  tables: TableNames,
+  schedules: ScheduleStore,
+  databaseNow: () => Promise<Date>,
+) {
+  const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
+  const reads = dialect.reads;
+  const columns = sql.raw(ledgerRunColumns(reads));
+
+  return async function recentSlots(perJob: number): Promise<RecentSlots> {
+    const now = await databaseNow();
+    const windows = [];
+    for (const schedule of await schedules.list()) {
+      const cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
+      if (cron === undefined) continue;
+      const retired = now.getTime() - schedule.declaredAt.getTime() > RETIRE_AFTER_MS;
+      const end = retired ? Math.min(now.getTime(), schedule.declaredAt.getTime() + DECLARE_EVERY_MS) : now.getTime();
+      const to = new Date(Math.max(end, schedule.changedAt.getTime()));
+      // The newest perJob + 1 fires: the walk costs about that many, whatever the schedule's age
+      // (one more than shown, as the newest may not be settled yet).
+      const expected = expectedSlots(cron, schedule.changedAt, to, perJob + 1);
+      const first = expected.slots[0] ?? to;
+      const before = new Date(first.getTime() - Math.max(schedule.lockAtMostForMs, schedule.lockAtLeastForMs));
+      windows.push({ schedule, cron, retired, expected, before, to });
+    }
+    const rowsByJob = new Map<string, LedgerRow[]>();
+    if (windows.length > 0) {
+      // One statement for every job: an OR of (job_name, slot range) terms, each a range on the
+      // (job_name, slot) index, bound as parameters. From one lock duration before each job's
+      // first slot, so that a run of an earlier slot still holding the lock then is seen.
+      const ranges = windows.map(
+        ({ schedule, before, to }) =>
+          sql`(job_name = ${schedule.name} AND slot >= ${reads.timeParameter(before)} AND slot < ${reads.timeParameter(to)})`,
+      );
+      const { rows } = await sql<LedgerRow & { job: string }>`SELECT ${columns}, ${sql.raw(reads.name('job_name'))} AS job
+        FROM ${runs} WHERE ${sql.join(ranges as RawBuilder<unknown>[], sql` OR `)}
+        ORDER BY job_name, slot`.execute(db);
+      for (const row of rows) {
+        const list = rowsByJob.get(row.job);
+        if (list === undefined) rowsByJob.set(row.job, [row]);
+        else list.push(row);
+      }
+    }
+    const jobs = new Map<string, RecentJobSlots>();
+    for (const { schedule, cron, retired, expected } of windows) {
+      const rows = (rowsByJob.get(schedule.name) ?? []).map(toLedgerRun);
+      const ledger = settledSlots(cron, slotLedger(expected.slots, expected.following, rows, schedule.lockAtLeastForMs), now);
+      jobs.set(schedule.name, {
+        expression: schedule.expression,
+        timezone: schedule.timezone,
+        next: retired ? null : cron.fireAfter(now),
+        slots: ledger.slice(-perJob),
+      });
+    }
+    return { jobs, now };
+  };
+}
