@@ -2,6 +2,7 @@
 // dialect with real history: what the pages show, that a hostile job name stays text, and that
 // a state-changing request needs the controls on, `authorize` and the CSRF token.
 import { mkdirSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,6 +85,66 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         });
         expect(refused.status()).toBe(403);
         expect((await guard.locks()).find((lock) => lock.name === 'cache-warm')?.state).toBe('held');
+      }, 90_000);
+
+      it('draws the slot ledger: missed slots on the strip and the timeline, the next slot from the cron, a run after a gap', async () => {
+        const { guard } = await migratedGuard(target);
+        // A declared every-second schedule (a decorated job with `cron`); the runs give their slots by hand.
+        guard.guarded({ name: 'ticker', lockAtMostFor: '1m', cron: '* * * * * *' });
+        await expect.poll(async () => (await guard.slots({ job: 'ticker' })).length).toBe(1);
+        const first = Math.ceil((Date.now() + 500) / 1_000) * 1_000;
+        const at = (index: number): Date => new Date(first + index * 1_000);
+        // Each run on time, as a scheduler would start it; slots 1 and 2: nobody runs them.
+        const runAt = async (index: number): Promise<void> => {
+          await sleep(Math.max(0, at(index).getTime() + 20 - Date.now()));
+          await guard.run({ name: 'ticker', lockAtMostFor: '1m', slot: at(index) }, () => 'ok');
+        };
+        await runAt(0);
+        await runAt(3);
+        // Settled: lateAfter (1 s) after slot 3.
+        await sleep(Math.max(0, at(5).getTime() - Date.now()));
+        const url = await serve(guard.dashboard());
+        const { page, dialogs } = await openPage(`${url}/`);
+
+        const card = page.locator('section', { has: page.getByRole('heading', { name: 'ticker' }) });
+        expect(await card.getByText('Last 50 slots').count()).toBe(1);
+        // Missed slots are hollow marks with their own shape, and counted in words beside the strip.
+        expect(await card.locator('.strip span.slot-missed').count()).toBeGreaterThanOrEqual(2);
+        expect(await card.locator('.strip span.slot-missed').first().textContent()).toBe('○');
+        // On a busy machine a run may start more than lateAfter after its slot: succeeded or late.
+        expect(await card.locator('.strip span.slot-succeeded, .strip span.slot-late').count()).toBe(2);
+        expect(await card.locator('.slot-alarm', { hasText: /⚠ \d+ missed/ }).count()).toBe(1);
+        expect(await card.getByText('* * * * * *').count()).toBe(1);
+        await page.screenshot({ path: `${screenshots}dashboard-${target.name}-ledger-overview.png`, fullPage: true });
+
+        await card.getByRole('link', { name: 'ticker' }).click();
+        await page.waitForURL(/\/job\?name=ticker/);
+        // The timeline marks each missed slot at its time, with its word, reachable from the keyboard.
+        const missedSlot = (index: number) =>
+          page.locator(`svg.timeline g.slot-missed[aria-label^="missed slot ${at(index).toISOString()}"]`);
+        expect(await missedSlot(1).count()).toBe(1);
+        expect(await missedSlot(2).count()).toBe(1);
+        expect(
+          await page.locator('svg.timeline g.slot-missed[aria-label*="' + at(0).toISOString() + '"]').count(),
+        ).toBe(0);
+        await missedSlot(1).focus();
+        expect(await missedSlot(1).evaluate((node) => node === node.ownerDocument.activeElement)).toBe(true);
+        expect(await page.locator('.slot-list li', { hasText: at(1).toISOString().slice(11, 19) }).count()).toBe(1);
+        await page.screenshot({ path: `${screenshots}dashboard-${target.name}-ledger-job.png`, fullPage: true });
+
+        // The run after the gap: its slot, its outcome in the ledger, and the two slots missed before it.
+        const [afterGap] = (await guard.history({ job: 'ticker' })).runs;
+        await page.goto(`${url}/run?id=${encodeURIComponent(afterGap?.id ?? '')}`);
+        expect(await page.getByText(at(3).toISOString().slice(0, 19).replace('T', ' ')).count()).toBeGreaterThan(0);
+        expect(await page.locator('.badge.slot-succeeded, .badge.slot-late').count()).toBe(1);
+        // missed_slots is written on the row just after the run wins (off the acquire path).
+        await expect
+          .poll(async () => {
+            await page.reload();
+            return page.getByText('⚠ 2 slot(s) before this one ran nowhere').count();
+          })
+          .toBe(1);
+        expect(dialogs).toEqual([]);
       }, 90_000);
 
       it('updates an open page by polling, at most one request a second, and reads without JavaScript', async () => {
