@@ -221,7 +221,28 @@ export class Guard extends OperatedGuard implements RunnerHost {
   }
 
   /** The web dashboard, a Node `(req, res)` handler: read-only unless `readOnly: false` and `authorize` (docs/dashboard.md). */
-  readonly dashboard = (options?: DashboardOptions): DashboardHandler => createDashboard(this.#admin, options);
+  readonly dashboard = (options?: DashboardOptions): DashboardHandler => {
+    const admin = this.#admin;
+    const operator = this.#operator;
+    return createDashboard(
+      {
+        recentRuns: (perJob) => admin.recentRuns(perJob),
+        recentSlots: (perJob) => admin.recentSlots(perJob),
+        slots: (query) => admin.slots(query),
+        run: (id) => admin.run(id),
+        history: (query) => admin.history(query),
+        locks: () => admin.locks(),
+        unlock: (job) => admin.unlock(job),
+        controls: {
+          pause: (job, pause) => operator.pause(job, pause),
+          resume: (job, resume) => operator.resume(job, resume),
+          trigger: (job, trigger) => operator.trigger(job, trigger),
+          audit: (job) => operator.controls(job),
+        },
+      },
+      options,
+    );
+  };
   /** The slot ledger per scheduled job: one outcome per slot it should have had (default the last 24 h), as `cronguard slots` prints. */
   readonly slots = (query?: SlotsQuery): Promise<JobLedger[]> => this.#admin.slots(query);
 

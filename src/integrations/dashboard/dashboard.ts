@@ -7,6 +7,7 @@ import type { LockRecord } from '../../admin/locks.js';
 import type { JobLedger, SlotsQuery } from '../../admin/slots.js';
 import { GuardError } from '../../core/errors.js';
 import { validateJobName } from '../../core/job-options.js';
+import { applyControl, CONTROL_NOTICES, CONTROL_PATHS, type DashboardControls } from './control-forms.js';
 import { CsrfProtection, CSRF_FIELD } from './csrf.js';
 import { resolveDashboardOptions, type DashboardHandler, type DashboardOptions } from './dashboard-options.js';
 import { html, type Html } from './html.js';
@@ -30,6 +31,8 @@ export interface DashboardSource {
   locks(): Promise<LockRecord[]>;
   /** `job` is a validated job name. */
   unlock(job: string): Promise<boolean>;
+  /** Pause, resume, trigger and the audit; without them the page has only unlock. */
+  readonly controls?: DashboardControls;
 }
 
 /**
@@ -43,6 +46,7 @@ const JOB_PAGE_RUNS = 1_000;
 const NOTICES: Readonly<Record<string, string>> = {
   unlocked: 'Unlocked: the lock was held and is now free.',
   'not-held': 'Nothing to unlock: the lock was already free.',
+  ...CONTROL_NOTICES,
 };
 
 class HttpError extends Error {
@@ -100,8 +104,8 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     const headers: Record<string, string> = {};
 
     if (method === 'POST') {
-      if (path !== '/job/unlock') return notMine(res, next);
-      const location = await unlock(req, base);
+      if (path !== '/job/unlock' && !CONTROL_PATHS.some((control) => control === path)) return notMine(res, next);
+      const location = await control(req, base, path);
       res.writeHead(303, { Location: location, 'Cache-Control': 'no-store' }).end();
       return;
     }
@@ -175,11 +179,16 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     if (lock === undefined && page.runs.length === 0 && ledger === undefined)
       throw new HttpError(404, 'No such job (no lock row, no declared schedule, no run in this range).');
     const notice = NOTICES[query.get('notice') ?? ''];
-    return jobPage(context, { name, range, runs: page.runs, lock, now, notice, ledger });
+    const { controls } = source;
+    const audit = controls === undefined ? undefined : await shared(`audit\0${name}`, () => controls.audit(name));
+    return jobPage(context, { name, range, runs: page.runs, lock, now, notice, ledger, audit });
   }
 
-  /** A POST that frees a lock: refused unless controls are on, `authorize` agrees and the CSRF token matches. */
-  async function unlock(req: IncomingMessage, base: string): Promise<string> {
+  /**
+   * A POST that changes a job (unlock, pause, resume, trigger): refused unless controls are on,
+   * `authorize` agrees and the CSRF token matches. Answers with the redirect to the job's page.
+   */
+  async function control(req: IncomingMessage, base: string, path: string): Promise<string> {
     if (settings.readOnly) throw new HttpError(403, 'This dashboard is read-only.');
     if (!(await allowed(req))) throw new HttpError(403, 'Not authorized to use the controls.');
     const form = await readForm(req);
@@ -192,10 +201,25 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     } catch {
       throw new HttpError(400, 'The form names no valid job.');
     }
-    if (form.get('confirm') !== 'yes') throw new HttpError(400, 'Tick the box that says the process holding the lock is gone.');
-    const freed = await source.unlock(job);
+    let notice: string;
+    if (path === '/job/unlock') {
+      if (form.get('confirm') !== 'yes') throw new HttpError(400, 'Tick the box that says the process holding the lock is gone.');
+      notice = (await source.unlock(job)) ? 'unlocked' : 'not-held';
+    } else {
+      const controls = source.controls;
+      const known = CONTROL_PATHS.find((candidate) => candidate === path);
+      if (controls === undefined || known === undefined) throw new HttpError(404, 'No such control.');
+      try {
+        notice = await applyControl(controls, known, job, form);
+      } catch (error) {
+        // The guard's own words for a bad value (TypeError) or a refusal (a paused job's trigger).
+        if (error instanceof TypeError) throw new HttpError(400, error.message);
+        if (error instanceof GuardError && error.code === 'JOB_PAUSED') throw new HttpError(409, error.message);
+        throw error;
+      }
+    }
     reads.clear();
-    return `${base}/job?name=${encodeURIComponent(job)}&notice=${freed ? 'unlocked' : 'not-held'}`;
+    return `${base}/job?name=${encodeURIComponent(job)}&notice=${notice}`;
   }
 
   return (req, res, next) => {

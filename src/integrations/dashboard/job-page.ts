@@ -2,10 +2,12 @@ import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord } from '../../admin/run-record.js';
 import type { JobLedger } from '../../admin/slots.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
+import type { ControlRecord } from '../../admin/controls.js';
+import { auditTable, controlForms } from './control-forms.js';
 import { CSRF_FIELD } from './csrf.js';
 import { formatDuration, formatTime } from './format.js';
 import { html, segment, type Html } from './html.js';
-import { diagnose, jobState, outcomeBadge, problemList, stateBadge } from './job-summary.js';
+import { diagnose, outcomeBadge, problemList, stateDetail } from './job-summary.js';
 import { page, type PageContext } from './layout.js';
 import { slotCounts } from './slot-marks.js';
 import { MAX_SLOT_MARKS, timeline } from './timeline.js';
@@ -57,6 +59,8 @@ export interface JobView {
   readonly notice: string | undefined;
   /** The job's slot ledger over the axis shown, when it has a declared schedule. */
   readonly ledger: JobLedger | undefined;
+  /** The audit of control changes, when the guard has controls. */
+  readonly audit: readonly ControlRecord[] | undefined;
 }
 
 /** The declared schedule and what its slots in the range became; the slots no run took, listed. */
@@ -128,7 +132,7 @@ export function jobPage(context: PageContext, view: JobView): Html {
   const live = html`<div id="live">
     <p>
       State:
-      ${stateBadge(jobState(lock))}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}
+      ${stateDetail(lock)}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}
     </p>
     <h2>Timeline</h2>
     <p class="fix">
@@ -180,8 +184,7 @@ export function jobPage(context: PageContext, view: JobView): Html {
     html`<h1 class="name">${name}</h1>
       ${view.notice === undefined ? '' : html`<p role="status"><strong>${view.notice}</strong></p>`}
       <nav aria-label="Time range">Range:${ranges}</nav>
-      ${live}${controls(context, name, lock)}
-      ${/* PLACEHOLDER(#17 operator controls): the audit of control changes (who paused, resumed, triggered, unlocked, when, why) goes here. */ ''}`,
+      ${live}${controls(context, name, lock)} ${auditTable(view.audit)}`,
   );
 }
 
@@ -193,7 +196,7 @@ function controls(context: PageContext, name: string, lock: LockRecord | undefin
   // prettier-ignore
   return html`<section aria-labelledby="controls">
     <h2 id="controls">Controls</h2>
-    ${/* PLACEHOLDER(#17 operator controls): pause (with until and reason), resume and trigger forms go here, each a POST with the CSRF token like unlock. */ ''}
+    ${controlForms(context, name, lock)}
     <form method="post" action="${context.base}/job/unlock">
       ${token}<input type="hidden" name="job" value="${name}" />
       <p><label for="unlock-confirm"><input type="checkbox" id="unlock-confirm" name="confirm" value="yes" required />

@@ -1,13 +1,14 @@
 import { diagnoseJob, type RunsDiagnosis } from '../../admin/doctor.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord, RunStatus } from '../../admin/run-record.js';
-import { formatDuration, OUTCOMES } from './format.js';
+import { formatDuration, formatTime, OUTCOMES } from './format.js';
 import { html, type Html } from './html.js';
 
-/** Where a job stands now, from its lock row. `paused` comes with the operator controls (#17). */
-export type JobState = 'idle' | 'running' | 'held';
+/** Where a job stands now, from its lock row: paused (by an operator) first, whatever its lock. */
+export type JobState = 'idle' | 'running' | 'held' | 'paused';
 
 export function jobState(lock: LockRecord | undefined): JobState {
+  if ((lock?.paused ?? null) !== null) return 'paused';
   if (lock === undefined || lock.state === 'free') return 'idle';
   return lock.running ? 'running' : 'held';
 }
@@ -16,11 +17,24 @@ const STATE_TEXT: Readonly<Record<JobState, string>> = {
   idle: '○ idle',
   running: '▶ running',
   held: '■ held (lockAtLeastFor)',
+  paused: '‖ paused',
 };
 
 export function stateBadge(state: JobState): Html {
-  const colour = state === 'idle' ? 'cancelled' : state === 'running' ? 'running' : 'abandoned';
+  const colour = state === 'idle' ? 'cancelled' : state === 'running' ? 'running' : state === 'paused' ? 'failed' : 'abandoned';
   return html`<span class="badge ${colour}">${STATE_TEXT[state]}</span>`;
+}
+
+/** The job's state badge, and for a paused job who paused it, why and until when. */
+export function stateDetail(lock: LockRecord | undefined): Html {
+  const badge = stateBadge(jobState(lock));
+  const paused = lock?.paused;
+  if (paused === undefined || paused === null) return badge;
+  return html`${badge}
+    <span class="pause"
+      >by <span class="name">${paused.by}</span> at ${formatTime(paused.at)}${paused.reason === null ? '' : html`: “${paused.reason}”`},
+      ${paused.until === null ? 'until resumed' : `until ${formatTime(paused.until)}`}</span
+    >`;
 }
 
 /** An outcome as a coloured badge with its shape and its word. */

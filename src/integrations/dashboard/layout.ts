@@ -2,12 +2,13 @@ import { Html, html } from './html.js';
 import { SLOT_STYLE } from './slot-marks.js';
 
 /**
- * Seconds between two refreshes of an open page. A refresh costs at most six queries (the job page:
- * its runs, the lock rows and the replicas, and its slot ledger's clock, schedule and runs; the
- * overview: the lock rows and replicas, every job's newest runs, and the ledger's three), so an
- * open page costs at most one query a second, whatever the number of jobs.
+ * Seconds between two refreshes of an open page. A refresh costs at most nine queries on migrated
+ * tables (the job page: its runs, the lock rows and the replicas, the schema version before each
+ * of those two reads, its slot ledger's clock, schedule and runs, and the audit; the overview
+ * seven: the lock rows, every job's newest runs, the ledger's three), so an open page costs at most
+ * one query a second, whatever the number of jobs.
  */
-export const REFRESH_SECONDS = 6;
+export const REFRESH_SECONDS = 10;
 
 /** What every page shares: where the dashboard is mounted, and the CSP nonce of this response. */
 export interface PageContext {
@@ -31,6 +32,7 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3rem .5
 .problem{color:var(--bad)}.fix{color:var(--muted)}.overran{color:var(--bad);font-weight:bold}
 .timeline{width:100%;height:auto;border:1px solid var(--line)}.timeline a:focus rect{stroke:#fb8f44;stroke-width:3}
 .placeholder{border:1px dashed var(--line);padding:.5rem;color:var(--muted)}
+.control{border:1px solid var(--line);border-radius:6px;padding:0 .8rem .6rem;margin:.6rem 0}.control h3{margin:.5rem 0;font-size:1rem}.pause{color:var(--bad)}
 .jobs{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,30rem),1fr));gap:1rem}.job{border:1px solid var(--line);border-radius:6px;padding:0 1rem}.job h2{font-size:1.2rem}
 .job ul{margin:0;padding-left:1rem}pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.5rem}
 dd p{margin:0}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dd{margin:0}

@@ -3,7 +3,7 @@ import type { RecentRuns } from '../../admin/dashboard-reads.js';
 import type { LockRecord } from '../../admin/locks.js';
 import { formatAgo, formatTime, nextExpectedSlot } from './format.js';
 import { html, segment, type Html } from './html.js';
-import { diagnose, jobState, outcomeBadge, problemList, runStrip, stateBadge } from './job-summary.js';
+import { diagnose, outcomeBadge, problemList, runStrip, stateDetail } from './job-summary.js';
 import { page, type PageContext } from './layout.js';
 import { slotStrip } from './slot-marks.js';
 
@@ -29,7 +29,7 @@ export function overviewPage(context: PageContext, locks: readonly LockRecord[],
       <h2 id="job-${index}"><a class="name" href="${context.base}/job?name=${segment(name)}">${name}</a></h2>
       <dl>
         <dt>State</dt>
-        <dd>${stateBadge(jobState(lockByName.get(name)))}</dd>
+        <dd>${stateDetail(lockByName.get(name))}</dd>
         <dt>Last outcome</dt>
         <dd>
           ${last === undefined ? 'no run recorded' : html`${outcomeBadge(last.status, last.overran)} <time datetime="${(last.finishedAt ?? last.startedAt).toISOString()}">${formatAgo(last.finishedAt ?? last.startedAt, now)}</time>`}
@@ -60,7 +60,6 @@ export function overviewPage(context: PageContext, locks: readonly LockRecord[],
         <dt>Problems</dt>
         <dd>${problemList(diagnosis)}</dd>
       </dl>
-      ${/* PLACEHOLDER(#17 operator controls): the paused state and its reason/until go in the State row. */ ''}
     </section>`;
   });
   return page(
