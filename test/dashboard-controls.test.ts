@@ -1,0 +1,110 @@
+// The dashboard's operator controls in a real headless browser, on every server dialect: pausing
+// from the job page stops the next slot on two replicas in their own OS processes, resuming
+// restarts them, the audit lists both, and the read-only page shows the pause with no control.
+import { mkdirSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserTestsRun, CHROMIUM, serve } from './support/dashboard.js';
+import { dialectTargets } from './support/dialects.js';
+import { migratedGuard } from './support/guards.js';
+import { startWorker, type Worker } from './support/processes.js';
+
+type Message =
+  | { type: 'ready' | 'exiting' | 'paused'; pid: number }
+  | { type: 'ran'; pid: number; slot: string | null; start: number; end: number };
+type Ran = Extract<Message, { type: 'ran' }>;
+
+const screenshots = fileURLToPath(new URL('../.tmp/screenshots/', import.meta.url));
+
+function runsOf(replicas: Worker<Message>[]): Ran[] {
+  return replicas
+    .flatMap((replica) => replica.received.filter((message): message is Ran => message.type === 'ran'))
+    .sort((a, b) => a.start - b.start);
+}
+
+describe.skipIf(!browserTestsRun())('dashboard controls in chromium', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    mkdirSync(screenshots, { recursive: true });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  async function openPage(url: string, headers: Record<string, string> = {}): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, extraHTTPHeaders: headers });
+    const page = await context.newPage();
+    page.on('dialog', (dialog) => void dialog.dismiss());
+    await page.goto(url);
+    return page;
+  }
+
+  describe.each(dialectTargets())('on $name', (target) => {
+    describe.skipIf(target.serverUrl === null)('', () => {
+      it('pausing from the page stops the next slot on two replica processes; resume restarts them; read-only has no control', async () => {
+        const { guard, url, prefix } = await migratedGuard(target);
+        // Two replicas of an app with an every-second guard.schedule job 'tick' (test/fixtures/controlled-replica.ts).
+        const replicas = [0, 1].map(() =>
+          startWorker<Message>('controlled-replica.ts', [url, prefix, 'ok', '1s', '60000']),
+        );
+        try {
+          await Promise.all(replicas.map((replica) => replica.next('ready')));
+          const startedAfter = (at: number): Ran[] => runsOf(replicas).filter((run) => run.start > at);
+          await expect.poll(() => startedAfter(0).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+
+          const controlled = await serve(
+            guard.dashboard({ readOnly: false, authorize: (req) => req.headers['x-operator'] === 'alice' }),
+          );
+          const page = await openPage(`${controlled}/job?name=tick`, { 'x-operator': 'alice' });
+          await page.getByLabel('For (a duration').fill('');
+          await page.getByLabel('Reason').first().fill('deploying the <b>new</b> schema');
+          await page.getByRole('button', { name: 'Pause' }).click();
+          await page.waitForURL(/notice=paused/);
+          // A run whose take committed before the pause may start a few ms after the POST returned.
+          const paused = Date.now();
+          expect(await page.getByRole('status').textContent()).toContain('Paused');
+          await sleep(3_500);
+          expect(startedAfter(paused + 500)).toEqual([]);
+          // The page says so: the state, who, why (as text), and the audit.
+          await page.reload();
+          expect(await page.locator('#live .badge', { hasText: 'paused' }).count()).toBe(1);
+          expect(await page.getByText('“deploying the <b>new</b> schema”').count()).toBe(1);
+          const auditRows = (action: string) =>
+            page.locator('table[aria-labelledby=audit] tr', {
+              has: page.locator('td', { hasText: new RegExp(`^${action}$`) }),
+            });
+          const audit = auditRows('pause');
+          expect(await audit.count()).toBe(1);
+          expect(await audit.locator('td').nth(2).textContent()).toBe('dashboard');
+          await page.screenshot({ path: `${screenshots}dashboard-${target.name}-controls-job.png`, fullPage: true });
+
+          // The read-only page shows the pause on the overview and the job page, and no control.
+          const readOnly = await serve(guard.dashboard());
+          const visitor = await openPage(`${readOnly}/`);
+          const card = visitor.locator('section', { has: visitor.getByRole('heading', { name: 'tick' }) });
+          expect(await card.getByText('‖ paused').count()).toBe(1);
+          await visitor.goto(`${readOnly}/job?name=tick`);
+          expect(await visitor.getByText('‖ paused').count()).toBe(1);
+          expect(await visitor.locator('form, button, input').count()).toBe(0);
+          expect((await visitor.request.post(`${readOnly}/job/resume`, { form: { job: 'tick' } })).status()).toBe(403);
+
+          // Resume from the page: the replicas take the next slots again.
+          await page.getByRole('button', { name: 'Resume' }).click();
+          await page.waitForURL(/notice=resumed/);
+          const resumed = Date.now();
+          await expect.poll(() => startedAfter(resumed).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+          expect(await auditRows('resume').count()).toBe(1);
+          // Still once per slot across the two replicas.
+          const slots = runsOf(replicas).flatMap((run) => (run.slot === null ? [] : [run.slot]));
+          expect(new Set(slots).size).toBe(slots.length);
+        } finally {
+          for (const replica of replicas) replica.child.kill('SIGTERM');
+          await Promise.all(replicas.map((replica) => replica.exited));
+        }
+      }, 90_000);
+    });
+  });
+});
