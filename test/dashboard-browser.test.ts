@@ -101,6 +101,8 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         };
         await runAt(0);
         await runAt(3);
+        // The other jobs of the screenshots (docs/dashboard-overview.png), while the slots settle.
+        await seedHistory(guard);
         // Settled: lateAfter (1 s) after slot 3.
         await sleep(Math.max(0, at(5).getTime() - Date.now()));
         const url = await serve(guard.dashboard());
@@ -124,9 +126,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
           page.locator(`svg.timeline g.slot-missed[aria-label^="missed slot ${at(index).toISOString()}"]`);
         expect(await missedSlot(1).count()).toBe(1);
         expect(await missedSlot(2).count()).toBe(1);
-        expect(
-          await page.locator('svg.timeline g.slot-missed[aria-label*="' + at(0).toISOString() + '"]').count(),
-        ).toBe(0);
+        expect(await page.locator('svg.timeline g.slot-missed[aria-label*="' + at(0).toISOString() + '"]').count()).toBe(0);
         await missedSlot(1).focus();
         expect(await missedSlot(1).evaluate((node) => node === node.ownerDocument.activeElement)).toBe(true);
         expect(await page.locator('.slot-list li', { hasText: at(1).toISOString().slice(11, 19) }).count()).toBe(1);
@@ -183,10 +183,11 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         expect(await visitor.page.locator('form, button').count()).toBe(0);
 
         const operator = await openPage(jobUrl, { 'x-operator': 'alice' });
-        const token = await operator.page.locator('input[name=csrf]').inputValue();
+        // Every form of the page (pause, resume, trigger, unlock) carries the same token.
+        const token = await operator.page.locator('input[name=csrf]').first().inputValue();
         const cookie = (await operator.page.context().cookies()).map((entry) => `${entry.name}=${entry.value}`).join('; ');
-        const post = (headers: Record<string, string>, fields: Record<string, string>): Promise<Response> =>
-          fetch(`${url}/job/unlock`, {
+        const post = (headers: Record<string, string>, fields: Record<string, string>, control = 'unlock'): Promise<Response> =>
+          fetch(`${url}/job/${control}`, {
             method: 'POST',
             redirect: 'manual',
             headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
@@ -201,6 +202,11 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
         expect((await post({ cookie }, form)).status).toBe(403);
         expect((await post({ cookie, 'x-operator': 'mallory' }, form)).status).toBe(403);
         expect(await held()).toBe('held');
+        // The same for the other controls: a pause without the token, or without authorize, pauses nothing.
+        expect((await post({ cookie, 'x-operator': 'alice' }, { job: 'cache-warm' }, 'pause')).status).toBe(403);
+        expect((await post({ cookie }, { job: 'cache-warm', csrf: token }, 'pause')).status).toBe(403);
+        expect((await post({ cookie }, { job: 'cache-warm', csrf: token }, 'trigger')).status).toBe(403);
+        expect((await guard.locks()).find((lock) => lock.name === 'cache-warm')?.paused).toBeNull();
 
         // The operator's own form, through the browser: keyboard-reachable, labelled, and it works.
         await operator.page.getByLabel(/The process holding this lock is gone/).check();
