@@ -16,7 +16,7 @@ function isLoopback(host: string): boolean {
 }
 
 /**
- * Serves the dashboard until SIGINT or SIGTERM. Loopback by default; with controls (unlock) unless
+ * Serves the dashboard until SIGINT or SIGTERM. Loopback by default; with controls (pause, resume, trigger, unlock) unless
  * --read-only, since whoever reaches a loopback port is on this machine. Bound elsewhere without
  * --read-only, anyone who reaches the port can use the controls: a warning says so.
  */
@@ -38,7 +38,7 @@ export async function dashboardCommand(guard: Guard, options: DashboardCommandOp
   const url = `http://${isIP(host) === 6 ? `[${host}]` : host}:${bound}/`;
   if (!readOnly && !isLoopback(host)) {
     process.stderr.write(
-      `cronguard: warning: the dashboard on ${host} has controls (unlock) and no login: anyone who can reach it can use them. ` +
+      `cronguard: warning: the dashboard on ${host} has controls (pause, resume, trigger, unlock) and no login: anyone who can reach it can use them. ` +
         'Pass --read-only, or bind to 127.0.0.1 and reach it through an SSH tunnel.\n',
     );
   }
