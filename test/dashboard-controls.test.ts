@@ -12,8 +12,7 @@ import { migratedGuard } from './support/guards.js';
 import { startWorker, type Worker } from './support/processes.js';
 
 type Message =
-  | { type: 'ready' | 'exiting' | 'paused'; pid: number }
-  | { type: 'ran'; pid: number; slot: string | null; start: number; end: number };
+  { type: 'ready' | 'exiting' | 'paused'; pid: number } | { type: 'ran'; pid: number; slot: string | null; start: number; end: number };
 type Ran = Extract<Message, { type: 'ran' }>;
 
 const screenshots = fileURLToPath(new URL('../.tmp/screenshots/', import.meta.url));
@@ -47,17 +46,13 @@ describe.skipIf(!browserTestsRun())('dashboard controls in chromium', () => {
       it('pausing from the page stops the next slot on two replica processes; resume restarts them; read-only has no control', async () => {
         const { guard, url, prefix } = await migratedGuard(target);
         // Two replicas of an app with an every-second guard.schedule job 'tick' (test/fixtures/controlled-replica.ts).
-        const replicas = [0, 1].map(() =>
-          startWorker<Message>('controlled-replica.ts', [url, prefix, 'ok', '1s', '60000']),
-        );
+        const replicas = [0, 1].map(() => startWorker<Message>('controlled-replica.ts', [url, prefix, 'ok', '1s', '60000']));
         try {
           await Promise.all(replicas.map((replica) => replica.next('ready')));
           const startedAfter = (at: number): Ran[] => runsOf(replicas).filter((run) => run.start > at);
           await expect.poll(() => startedAfter(0).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
 
-          const controlled = await serve(
-            guard.dashboard({ readOnly: false, authorize: (req) => req.headers['x-operator'] === 'alice' }),
-          );
+          const controlled = await serve(guard.dashboard({ readOnly: false, authorize: (req) => req.headers['x-operator'] === 'alice' }));
           const page = await openPage(`${controlled}/job?name=tick`, { 'x-operator': 'alice' });
           await page.getByLabel('For (a duration').fill('');
           await page.getByLabel('Reason').first().fill('deploying the <b>new</b> schema');
