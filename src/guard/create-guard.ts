@@ -21,6 +21,7 @@ import type { ResolvedJobRunner, Runner } from '../core/runner.js';
 import { RUNNER, type RunnerHost } from '../core/runner-host.js';
 import { UNSCHEDULED } from '../core/run-request.js';
 import { GuardControls } from './guard-controls.js';
+import { dashboardSource } from './guard-dashboard.js';
 import { OperatedGuard } from './operated-guard.js';
 
 /** A guard: runs jobs under their lock rows in one database. */
@@ -221,28 +222,8 @@ export class Guard extends OperatedGuard implements RunnerHost {
   }
 
   /** The web dashboard, a Node `(req, res)` handler: read-only unless `readOnly: false` and `authorize` (docs/dashboard.md). */
-  readonly dashboard = (options?: DashboardOptions): DashboardHandler => {
-    const admin = this.#admin;
-    const operator = this.#operator;
-    return createDashboard(
-      {
-        recentRuns: (perJob) => admin.recentRuns(perJob),
-        recentSlots: (perJob) => admin.recentSlots(perJob),
-        slots: (query) => admin.slots(query),
-        run: (id) => admin.run(id),
-        history: (query) => admin.history(query),
-        locks: () => admin.locks(),
-        unlock: (job) => admin.unlock(job),
-        controls: {
-          pause: (job, pause) => operator.pause(job, pause),
-          resume: (job, resume) => operator.resume(job, resume),
-          trigger: (job, trigger) => operator.trigger(job, trigger),
-          audit: (job) => operator.controls(job),
-        },
-      },
-      options,
-    );
-  };
+  readonly dashboard = (options?: DashboardOptions): DashboardHandler =>
+    createDashboard(dashboardSource(this.#admin, this.#operator), options);
   /** The slot ledger per scheduled job: one outcome per slot it should have had (default the last 24 h), as `cronguard slots` prints. */
   readonly slots = (query?: SlotsQuery): Promise<JobLedger[]> => this.#admin.slots(query);
 

@@ -1,0 +1,22 @@
+import type { Administration } from '../admin/administration.js';
+import type { DashboardSource } from '../integrations/dashboard/dashboard.js';
+import type { GuardControls } from './guard-controls.js';
+
+/** What a guard's dashboard reads and does: its administration, and its operator controls. */
+export function dashboardSource(admin: Administration, operator: GuardControls): DashboardSource {
+  return {
+    recentRuns: (perJob) => admin.recentRuns(perJob),
+    recentSlots: (perJob) => admin.recentSlots(perJob),
+    slots: (query) => admin.slots(query),
+    run: (id) => admin.run(id),
+    history: (query) => admin.history(query),
+    locks: () => admin.locks(),
+    unlock: (job) => admin.unlock(job),
+    controls: {
+      pause: (job, pause) => operator.pause(job, pause),
+      resume: (job, resume) => operator.resume(job, resume),
+      trigger: (job, trigger) => operator.trigger(job, trigger),
+      audit: (job) => operator.controls(job),
+    },
+  };
+}
