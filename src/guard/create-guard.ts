@@ -4,7 +4,7 @@ import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
 import { Administration, type JobLedger, type SchemaVersions, type SlotsQuery, type VersionReport } from '../admin/administration.js';
 import { ConnectionWarmUp, SELECT_ONE } from '../integrations/node-cron/connection-warm-up.js';
-import { createDashboard, type DashboardHandler, type DashboardOptions } from '../integrations/dashboard/dashboard.js';
+import type { DashboardHandler, DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/schedule.js';
 import type { DialectName } from '../core/dialect.js';
@@ -21,7 +21,7 @@ import type { ResolvedJobRunner, Runner } from '../core/runner.js';
 import { RUNNER, type RunnerHost } from '../core/runner-host.js';
 import { UNSCHEDULED } from '../core/run-request.js';
 import { GuardControls } from './guard-controls.js';
-import { dashboardSource } from './guard-dashboard.js';
+import { guardDashboard } from './guard-dashboard.js';
 import { OperatedGuard } from './operated-guard.js';
 
 /** A guard: runs jobs under their lock rows in one database. */
@@ -222,8 +222,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
   }
 
   /** The web dashboard, a Node `(req, res)` handler: read-only unless `readOnly: false` and `authorize` (docs/dashboard.md). */
-  readonly dashboard = (options?: DashboardOptions): DashboardHandler =>
-    createDashboard(dashboardSource(this.#admin, this.#operator), options);
+  readonly dashboard = (options?: DashboardOptions): DashboardHandler => guardDashboard(this.#admin, this.#operator, options);
   /** The slot ledger per scheduled job: one outcome per slot it should have had (default the last 24 h), as `cronguard slots` prints. */
   readonly slots = (query?: SlotsQuery): Promise<JobLedger[]> => this.#admin.slots(query);
 

@@ -1,5 +1,10 @@
 import type { Administration } from '../admin/administration.js';
-import type { DashboardSource } from '../integrations/dashboard/dashboard.js';
+import {
+  createDashboard,
+  type DashboardHandler,
+  type DashboardOptions,
+  type DashboardSource,
+} from '../integrations/dashboard/dashboard.js';
 import type { GuardControls } from './guard-controls.js';
 
 /** What a guard's dashboard reads and does: its administration, and its operator controls. */
@@ -19,4 +24,9 @@ export function dashboardSource(admin: Administration, operator: GuardControls):
       audit: (job) => operator.controls(job),
     },
   };
+}
+
+/** A guard's web dashboard (`guard.dashboard()`). */
+export function guardDashboard(admin: Administration, operator: GuardControls, options: DashboardOptions | undefined): DashboardHandler {
+  return createDashboard(dashboardSource(admin, operator), options);
 }
