@@ -24,6 +24,11 @@ export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysel
   });
   // An idle client that loses its server emits 'error' on the pool; unheard, it crashes the process.
   pool.on('error', (error) => logger.error(`PostgreSQL pool error: ${error.message}`));
+  // A checked-out client has no listener of pg-pool's (it removes its own at checkout): when the
+  // server cuts that connection (a restart, a failover, pg_terminate_backend), pg emits 'error' on
+  // the client, and unheard that event crashed the process. The statement in flight fails as a
+  // call and says why; the pool drops the dead client when it comes back. Nothing to log here.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
   // Kysely ends the pool only if a query went through it (its driver initialises lazily), and the
   // lock statements use the pool directly: a guard that never migrated would leave it open.

@@ -18,6 +18,8 @@ interface PoolClient {
   readonly processID?: number | null;
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
   release(destroy?: boolean | Error): void;
+  on(event: 'error', listener: () => void): unknown;
+  removeListener(event: 'error', listener: () => void): unknown;
 }
 
 /**
@@ -55,6 +57,11 @@ function poolRunner(pool: pg.Pool): StatementRunner {
       // pool.query's own steps (check out, query, release), with the client in hand for its pid:
       // no extra round trip.
       const client = (await pool.connect()) as unknown as PoolClient;
+      // As pool.query does while its statement runs: a connection the server cuts emits 'error' on
+      // the client, which must not go unheard (it would crash the process; the pool may be the
+      // user's, without our 'connect' listener). The statement itself rejects and says why.
+      const ignoreError = (): void => undefined;
+      client.on('error', ignoreError);
       const pid = typeof client.processID === 'number' ? client.processID : undefined;
       if (pid !== undefined) running.add(pid);
       let failure: Error | undefined;
@@ -67,6 +74,7 @@ function poolRunner(pool: pg.Pool): StatementRunner {
         if (pid !== undefined) running.delete(pid);
         // As pool.query does, a client whose statement failed is not reused. Nor is one that a
         // cancel may still be on its way to: it would cut whatever that connection ran next.
+        client.removeListener('error', ignoreError);
         client.release(failure ?? (cancelling ? true : undefined));
       }
     },
