@@ -1,9 +1,12 @@
 // The run history on every dialect: each outcome recorded, crashed runs marked, pages and filters,
 // and none of it with `history: false`.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { dialectTargets } from './support/dialects.js';
+import { createGuard } from '../src/index.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { loggedKysely } from './support/logged-kysely.js';
 import { startWorker } from './support/processes.js';
 
 describe.each(dialectTargets())('history on $name', (target) => {
@@ -222,6 +225,28 @@ describe.each(dialectTargets())('history on $name', (target) => {
         ['quiet-lost', 'with-history', 'succeeded'],
       ]);
       expect(logger.errors).toEqual([]);
+    });
+    it('costs one statement per history() and locks() once the schema is known to have the controls', async () => {
+      const log: CompiledQuery[] = [];
+      const db = loggedKysely(target, databaseUrl(target), log);
+      const guard = createGuard({ database: db, tablePrefix: uniquePrefix() });
+      try {
+        await guard.migrate();
+        await guard.run({ name: 'counted', lockAtMostFor: '1m' }, () => undefined);
+        await guard.history();
+        // The schema version is read until it shows the controls, then remembered (migrations only go forward).
+        log.length = 0;
+        expect((await guard.history({ job: 'counted' })).runs).toHaveLength(1);
+        expect(log.map((query) => query.sql)).toEqual([expect.stringContaining('_runs')]);
+        log.length = 0;
+        expect((await guard.locks()).map((lock) => lock.name)).toEqual(['counted']);
+        // The lock table, and the replicas' versions (each holder's cronguard version).
+        const tablesRead = log.map((query) => /FROM ["`]?\w+_(locks|replicas)["`]?/.exec(query.sql)?.[1] ?? query.sql);
+        expect(tablesRead.sort()).toEqual(['locks', 'replicas']);
+      } finally {
+        await guard.close();
+        await db.destroy();
+      }
     });
   });
 });

@@ -1,31 +1,12 @@
 // The probe (a read of the lock row before the atomic take) answers losers cheaply; a guard that
 // released a job's lock itself skips it next time, and the take alone still decides correctly.
-import Database from 'better-sqlite3';
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, type CompiledQuery } from 'kysely';
-import { createPool } from 'mysql2';
-import pg from 'pg';
+import type { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
-import { sqlitePath } from '../src/dialects/sqlite/connection.js';
-import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard, recordingLogger } from './support/guards.js';
+import { loggedKysely } from './support/logged-kysely.js';
 import { openRaw } from './support/raw-database.js';
-
-/** A Kysely on the target's database that keeps every statement it sends. */
-function loggedKysely(target: DialectTarget, url: string, log: CompiledQuery[]): Kysely<unknown> {
-  const logQuery = (event: { level: string; query: CompiledQuery }): void => void (event.level === 'query' && log.push(event.query));
-  if (target.name === 'postgres')
-    return new Kysely({
-      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 2 }) }),
-      log: logQuery,
-    });
-  if (target.name === 'mysql')
-    return new Kysely({
-      dialect: new MysqlDialect({ pool: createPool({ uri: url, connectionLimit: 2 }) }),
-      log: logQuery,
-    });
-  return new Kysely({ dialect: new SqliteDialect({ database: new Database(sqlitePath(url)) }), log: logQuery });
-}
 
 describe.each(dialectTargets())('the probe on $name', (target) => {
   it.skipIf(target.serverUrl === null)(

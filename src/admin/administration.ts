@@ -61,6 +61,8 @@ export class Administration {
   readonly slotWatch: SlotWatch;
   /** performance.now() of the last retention prune; the first comes after the first run. */
   #prunedAt = Number.NEGATIVE_INFINITY;
+  /** The tables were seen with the operator controls (migration 004); see #hasControls. */
+  #controlsPresent = false;
 
   constructor(parts: AdministrationParts) {
     this.#parts = parts;
@@ -208,10 +210,16 @@ export class Administration {
     if (this.#parts.isClosed()) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
   }
 
-  /** Whether the tables have migration 004's columns (the pause, the trigger, triggered_by): a read of the schema version. */
+  /**
+   * Whether the tables have migration 004's columns (the pause, the trigger, triggered_by). A read
+   * of the schema version until the answer is yes; from then on remembered, since migrations only
+   * go forward: history() and locks() then cost their one read, as before the controls existed.
+   */
   async #hasControls(): Promise<boolean> {
+    if (this.#controlsPresent) return true;
     const { db, dialect, tables } = this.#parts;
-    return (await readSchemaVersions(db, dialect, tables)).database >= OPERATOR_CONTROLS_SCHEMA_VERSION;
+    this.#controlsPresent = (await readSchemaVersions(db, dialect, tables)).database >= OPERATOR_CONTROLS_SCHEMA_VERSION;
+    return this.#controlsPresent;
   }
 
   /** Turns "no such table" into a GuardError that says to migrate; refuses once the guard is shut down. */
