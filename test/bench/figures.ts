@@ -6,6 +6,7 @@ import { CompiledQuery } from 'kysely';
 import { createGuard, type Guard } from '../../src/index.js';
 import type { BenchDriver } from './drivers.js';
 import { interleaved, series, type Summary } from './measure.js';
+import { importOldRelease } from '../support/old-release.js';
 import { createReferenceLock } from './reference.js';
 
 export interface Figure {
@@ -26,6 +27,8 @@ export interface DialectFigures {
     select: Summary;
     ratio: number;
     rowRead: { guard: Summary; read: Summary; ratio: number };
+    /** The same loser in cronguard 0.1.0, before the operator controls put the pause in the probe. */
+    beforeControls: { guard: Summary; old: Summary; ratio: number };
     walBytesPerAttempt: number | null;
   };
   /** `withoutHistoryWin`: a guard with `history: false`, which writes what the reference writes. */
@@ -86,6 +89,21 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
     () => guard.run(loseJob, noop),
     () => driver.rawPrepared(`SELECT lock_until, last_slot FROM bench_locks WHERE name = ${placeholder(1)}`, ['held']),
   );
+  // The loser of cronguard 0.1.0 (the committed tarball of the upgrade tests) on tables of its own:
+  // the operator controls read the pause in the probe's one statement, so an unpaused loser should
+  // cost what it cost before them.
+  const oldRelease = await importOldRelease();
+  const oldGuard = oldRelease.createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_old_', logger: quiet });
+  await oldGuard.migrate();
+  const oldHolder = oldRelease.createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_old_', logger: quiet });
+  await oldHolder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, noop);
+  const beforeControls = await interleaved(
+    iterations,
+    () => guard.run(loseJob, noop),
+    () => oldGuard.run(loseJob, noop),
+  );
+  await oldGuard.close();
+  await oldHolder.close();
   const walBytesPerAttempt = driver.dialect === 'postgres' ? await walPerAttempt(driver, guard, loseJob, iterations) : null;
 
   // 4. ShedLock's algorithm through the same driver.
@@ -139,6 +157,7 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
       select: lose.b,
       ratio: lose.ratio,
       rowRead: { guard: rowRead.a, read: rowRead.b, ratio: rowRead.ratio },
+      beforeControls: { guard: beforeControls.a, old: beforeControls.b, ratio: beforeControls.ratio },
       walBytesPerAttempt,
     },
     reference: {

@@ -167,17 +167,20 @@ function report(): string {
     '## 3. Loser path: a contender that finds the lock held',
     '',
     'Against `SELECT 1`. Targets: ≤ 1.3× `SELECT 1`; 0 WAL bytes per attempt on PostgreSQL. The last columns set the loser beside the least ' +
-      "a loser can cost: the probe's own read of the lock row, sent straight through the driver (no target; interleaved in a series of its own).",
+      "a loser can cost: the probe's own read of the lock row, sent straight through the driver (no target; interleaved in a series of its own). " +
+      'The last two set it beside the loser of cronguard 0.1.0, before the operator controls put the pause check into the probe ' +
+      '(its own tables, interleaved): an unpaused job should lose at the same cost.',
     '',
-    '| dialect | guard p50 / p99 | `SELECT 1` p50 / p99 | ratio | target | WAL bytes per attempt | guard / row read p50 | ratio to the row read |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| dialect | guard p50 / p99 | `SELECT 1` p50 / p99 | ratio | target | WAL bytes per attempt | guard / row read p50 | ratio to the row read | guard / 0.1.0 p50 | ratio to 0.1.0 |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...results.map((r) => {
       const { lose } = r.figures;
       const wal = lose.walBytesPerAttempt;
       const walCell = wal === null ? '-' : `${wal} (${verdict(wal === 0)})`;
       return (
         `| ${r.dialect} | ${cells(lose.guard)} | ${cells(lose.select)} | ${ratio(lose.ratio)} | ${verdict(lose.ratio <= 1.3)} | ${walCell} | ` +
-        `${us(lose.rowRead.guard.p50)} / ${us(lose.rowRead.read.p50)} | ${ratio(lose.rowRead.ratio)} |`
+        `${us(lose.rowRead.guard.p50)} / ${us(lose.rowRead.read.p50)} | ${ratio(lose.rowRead.ratio)} | ` +
+        `${us(lose.beforeControls.guard.p50)} / ${us(lose.beforeControls.old.p50)} | ${ratio(lose.beforeControls.ratio)} |`
       );
     }),
     '',

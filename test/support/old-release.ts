@@ -31,7 +31,8 @@ export interface OldRelease {
   readonly entry: string;
   /** Its CLI. */
   readonly bin: string;
-  createGuard(options: { database: string; tablePrefix: string; lockedBy?: string; logger?: unknown }): OldGuard;
+  /** `database`: a URL, or a handle 0.1.0 adopts (Kysely, a pg or mysql2 pool, a better-sqlite3 Database). */
+  createGuard(options: { database: unknown; tablePrefix: string; lockedBy?: string; logger?: unknown }): OldGuard;
 }
 
 let unpacked: string | undefined;
