@@ -205,7 +205,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
 
   /**
    * A node-cron RunCoordinator for tasks created with `distributed: true`:
-   * `cron.setRunCoordinator(guard.coordinator())`. Locks per task name, with the slot watermark.
+   * `cron.setRunCoordinator(guard.coordinator())`. Locks per task name, with the slot watermark; its tasks answer `trigger`.
    * @example
    * cron.setRunCoordinator(guard.coordinator({ lockAtMostFor: '10m' })); // then cron.schedule(…, { name, distributed: true })
    */
@@ -216,6 +216,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
         defaults: this.#options.defaults,
         logger: this.#options.logger,
         slotWatch: this.#admin.slotWatch,
+        watchTriggers: (job, fn) => this.#operator.watchTriggers(job, fn),
       },
       options,
     );

@@ -68,12 +68,19 @@ export interface GuardControlsWiring {
   readonly runTriggered: RunTriggered;
 }
 
+/**
+ * The key of a guard's internal method that makes this replica answer a job's "run now" requests
+ * (`OperatedGuard[TRIGGER_WATCH]`), for the entries above the guard (the NestJS module's
+ * `@GuardedCron` methods). Not exported from the package.
+ */
+export const TRIGGER_WATCH: unique symbol = Symbol('cronguard.triggerWatch');
+
 const MAX_TEXT_LENGTH = 1_000;
 const MAX_AUDIT_LIMIT = 1_000;
 
 /**
  * A guard's operator controls: pause, resume, trigger and their audit (delegated to
- * `admin/controls.ts`), the watch for "run now" requests on the jobs `guard.schedule` runs, and
+ * `admin/controls.ts`), the watch for "run now" requests on the jobs this replica schedules, and
  * auto-pause. The arguments are validated here: a `TypeError` names the option and the value.
  */
 export class GuardControls {
@@ -151,7 +158,8 @@ export class GuardControls {
   }
 
   /**
-   * Answers "run now" requests for `job` on this replica while it schedules it (`guard.schedule`);
+   * Answers "run now" requests for `job` on this replica while it schedules it (`guard.schedule`,
+   * a node-cron coordinator's task, a `@GuardedCron` method) by running `fn` as a manual run;
    * returns the function that stops.
    */
   watchTriggers(job: ResolvedJob, fn: JobFunction<unknown>): () => void {

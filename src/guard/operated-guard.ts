@@ -4,8 +4,9 @@ import type { JobDiagnosis } from '../admin/doctor.js';
 import { pointInTime, type HistoryPage, type HistoryQuery } from '../admin/history.js';
 import type { LockRecord } from '../admin/locks.js';
 import type { DurationInput } from '../core/duration.js';
-import { validateJobName } from '../core/job-options.js';
-import type { GuardControls, PauseOptions, ResumeOptions, TriggerOptions } from './guard-controls.js';
+import type { JobFunction } from '../core/execute.js';
+import { validateJobName, type ResolvedJob } from '../core/job-options.js';
+import { TRIGGER_WATCH, type GuardControls, type PauseOptions, type ResumeOptions, type TriggerOptions } from './guard-controls.js';
 
 /**
  * What a `Guard` offers operators beside its runs: the history, locks, unlock, doctor and prune
@@ -84,12 +85,13 @@ export class OperatedGuard {
   }
 
   /**
-   * Asks for one run of the job now, on exactly one replica that schedules it with
-   * `guard.schedule`, within `controlPollInterval` (PostgreSQL: at once, through LISTEN/NOTIFY).
-   * The run has no slot: it neither moves the slot watermark nor uses up the next scheduled slot,
-   * and its history row says who asked (`triggeredBy`). Refused with a `GuardError` `JOB_PAUSED`
-   * while the job is paused, unless `force`. A request still pending is replaced (the job runs
-   * once). Resolves with the request's id.
+   * Asks for one run of the job now, on exactly one replica that schedules it (with
+   * `guard.schedule`, a node-cron task of `guard.coordinator()`, or `@GuardedCron`), within
+   * `controlPollInterval` (PostgreSQL: at once, through LISTEN/NOTIFY). The run has no slot: it
+   * neither moves the slot watermark nor uses up the next scheduled slot, and its history row says
+   * who asked (`triggeredBy`). Refused with a `GuardError` `JOB_PAUSED` while the job is paused,
+   * unless `force`. A request still pending is replaced (the job runs once). Resolves with the
+   * request's id.
    */
   trigger(name: string, options?: TriggerOptions): Promise<string> {
     return this.#controls.trigger(name, options);
@@ -98,5 +100,14 @@ export class OperatedGuard {
   /** The job's control changes (pause, resume, trigger, auto-pause), newest first: who, what, when, why. */
   controls(name: string, options?: { limit?: number }): Promise<ControlRecord[]> {
     return this.#controls.controls(name, options);
+  }
+
+  /**
+   * Makes this replica answer the job's "run now" requests by running `fn` (through the same
+   * trigger take as `guard.schedule`'s jobs); returns the function that stops. For this package's
+   * entries above the guard (the NestJS module). @internal
+   */
+  [TRIGGER_WATCH](job: ResolvedJob, fn: JobFunction<unknown>): () => void {
+    return this.#controls.watchTriggers(job, fn);
   }
 }

@@ -8,6 +8,7 @@ import type { Logger } from '../../core/logger.js';
 import type { LockTaker } from '../../core/runner.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
 import { lockAtLeastForError } from '../../core/duration-rules.js';
+import { answerTriggersOfServedTasks, type CoordinatorTriggerHost } from './coordinator-triggers.js';
 
 /** Lock durations for the tasks a node-cron coordinator serves. */
 export interface CoordinatorOptions {
@@ -25,6 +26,8 @@ export interface CoordinatorHost {
   readonly logger: Logger;
   /** The slot ledger's live side, where each task's schedule is declared. */
   readonly slotWatch: SlotWatch;
+  /** Where the tasks it serves answer "run now" requests (the guard's trigger watch). */
+  readonly watchTriggers: CoordinatorTriggerHost['watchTriggers'];
 }
 
 /** node-cron's coordinator key: `${taskName}:${slot.toISOString()}`. */
@@ -39,18 +42,24 @@ const GENERATED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
  * runs a slot again after the first run released it). node-cron does not tell the coordinator
  * whether the task threw, so its runs are recorded `succeeded`; `guard.schedule` records outcomes.
  * It takes and releases through the runner (`take`, then `HeldLock.finish`): the same events,
- * metrics and history rows as the guard's other runs.
+ * metrics and history rows as the guard's other runs. The tasks it serves answer "run now"
+ * requests (`coordinator-triggers.ts`).
  */
 export function createRunCoordinator(host: CoordinatorHost, options: CoordinatorOptions = {}): RunCoordinator {
   // Checked now, so that a bad duration fails at start-up rather than at the first tick.
   const durations = coordinatorDurations(options, host.defaults);
   const held = new Map<string, HeldEntry>();
   const jobs = new Map<string, ResolvedJob>();
+  const declared = new Set<string>();
   const warned = new Set<string>();
   const { runner } = host;
 
-  /** The task's job; undefined (logged once) when the task's lease cannot hold the coordinator's lockAtLeastFor. */
-  function jobFor(name: string, ttlMs: number): ResolvedJob | undefined {
+  /**
+   * The task's job; undefined (logged once) when the task's lease cannot hold the coordinator's
+   * lockAtLeastFor. Its schedule is declared at its first fire (`declaring`), not when the trigger
+   * watch finds the task.
+   */
+  function jobFor(name: string, ttlMs: number, declaring = true): ResolvedJob | undefined {
     let job = jobs.get(name);
     if (job === undefined) {
       const lockAtMostForMs = durations.lockAtMostForMs ?? ttlMs;
@@ -69,6 +78,9 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       }
       job = resolveJob({ name }, { lockAtMostForMs, lockAtLeastForMs: durations.lockAtLeastForMs });
       jobs.set(name, job);
+    }
+    if (declaring && !declared.has(name)) {
+      declared.add(name);
       declare(job);
     }
     return job;
@@ -110,7 +122,7 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
     return true;
   }
 
-  return {
+  const coordinator: RunCoordinator = {
     async shouldRun(key: string, ttlMs: number): Promise<boolean> {
       // Refused without a word (no warning, no event) once the guard is closed: node-cron goes on
       // asking at every tick of the user's tasks, which shutdown does not stop.
@@ -137,6 +149,10 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       await entry.lock.finish(SUCCEEDED_ENDING);
     },
   };
+  answerTriggersOfServedTasks(coordinator, { closed: () => runner.closed, watchTriggers: host.watchTriggers }, (name, leaseMs) =>
+    GENERATED_NAME.test(name) ? undefined : jobFor(name, leaseMs, false),
+  );
+  return coordinator;
 }
 
 /** node-cron 4.6 keeps a task's time zone on the task (not in its typings). */
