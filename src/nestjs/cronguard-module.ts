@@ -6,10 +6,12 @@ import {
   type OnApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
+import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { createGuard, Guard } from '../guard/create-guard.js';
 import type { DurationInput } from '../core/duration.js';
 import type { GuardOptions } from '../guard/guard-options.js';
 import type { Logger } from '../core/logger.js';
+import { GuardedCronTriggers } from './guarded-cron-triggers.js';
 import { setModuleGuard } from './module-guard.js';
 
 /** Options of `CronguardModule.forRoot`: the guard's, and what the module does at start-up and shutdown. */
@@ -33,11 +35,13 @@ export interface CronguardModuleAsyncOptions {
 /** The injection token of the module's options. */
 export const CRONGUARD_MODULE_OPTIONS = Symbol('CRONGUARD_MODULE_OPTIONS');
 const CRONGUARD_LIFECYCLE = Symbol('CRONGUARD_LIFECYCLE');
+const CRONGUARD_TRIGGERS = Symbol('CRONGUARD_TRIGGERS');
 
 /**
  * A global Nest module that provides a `Guard` (inject it by its class: `constructor(private
  * readonly guard: Guard)`), migrates at start-up when asked, shuts the guard down from Nest's
- * shutdown hooks (call `app.enableShutdownHooks()` for SIGTERM), and serves `@GuardedCron`.
+ * shutdown hooks (call `app.enableShutdownHooks()` for SIGTERM), and serves `@GuardedCron` (each
+ * fire, and "run now" requests while the app runs).
  * Nest's `Logger` (context 'Cronguard') is the guard's logger unless `logger` is given.
  */
 // eslint-disable-next-line @typescript-eslint/no-extraneous-class -- Nest identifies a module by its class
@@ -61,7 +65,8 @@ export class CronguardModule {
     return {
       module: CronguardModule,
       global: true,
-      imports,
+      // DiscoveryModule: the providers' instances, where the @GuardedCron methods that answer triggers are.
+      imports: [...imports, DiscoveryModule],
       providers: [
         optionsProvider,
         { provide: Guard, useFactory: guardFromOptions, inject: [CRONGUARD_MODULE_OPTIONS] },
@@ -69,6 +74,11 @@ export class CronguardModule {
           provide: CRONGUARD_LIFECYCLE,
           useFactory: (guard: Guard, options: CronguardModuleOptions) => new GuardLifecycle(guard, options),
           inject: [Guard, CRONGUARD_MODULE_OPTIONS],
+        },
+        {
+          provide: CRONGUARD_TRIGGERS,
+          useFactory: (discovery: DiscoveryService, guard: Guard) => new GuardedCronTriggers(discovery, guard),
+          inject: [DiscoveryService, Guard],
         },
       ],
       exports: [Guard, CRONGUARD_MODULE_OPTIONS],

@@ -3,6 +3,7 @@ import { lateBoundRunner } from '../core/runner-host.js';
 import { GuardError } from '../core/errors.js';
 import { checkJobOptions, type JobOptions } from '../core/job-options.js';
 import { createGuardedDecorator } from '../integrations/decorators/guarded.js';
+import { markGuardedCron } from './guarded-cron-triggers.js';
 import { currentModuleGuard } from './module-guard.js';
 
 /** Options of `@GuardedCron`: the job's, less `cron` and `timezone`, which come from the expression and `timeZone`. */
@@ -20,7 +21,8 @@ export interface GuardedCronOptions extends Omit<JobOptions, 'cron' | 'timezone'
  * Schedules the method with `@nestjs/schedule` (`@Cron(expression)`, named after the job in Nest's
  * SchedulerRegistry) and guards each fire with the job's lock and its slot (the `cron` option set
  * from the same expression): one run per fire across replicas, in whatever order other decorators
- * are written. The guard is the one `CronguardModule` provides, looked up at each fire. For
+ * are written. The guard is the one `CronguardModule` provides, looked up at each fire; while the
+ * app runs, the method answers the job's "run now" requests (`guard.trigger`). For
  * `experimentalDecorators`, as NestJS compiles. Options are checked now: a `TypeError` when wrong.
  */
 export function GuardedCron(expression: string, options: GuardedCronOptions): MethodDecorator {
@@ -50,8 +52,11 @@ export function GuardedCron(expression: string, options: GuardedCronOptions): Me
     ...(disabled === undefined ? {} : { disabled }),
   });
   return (target, propertyKey, descriptor) => {
+    const method: unknown = descriptor.value;
     // Guard first, so that Nest's metadata lands on the function it will call: the wrapper.
     (guard as (target: object, key: string | symbol, descriptor: PropertyDescriptor) => void)(target, propertyKey, descriptor);
+    // CronguardModule finds it there, to answer "run now" requests with the method itself.
+    markGuardedCron(descriptor.value, jobOptions, method);
     schedule(target, propertyKey, descriptor);
   };
 }
