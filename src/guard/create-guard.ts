@@ -204,8 +204,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
   }
 
   /**
-   * A node-cron RunCoordinator for tasks created with `distributed: true`:
-   * `cron.setRunCoordinator(guard.coordinator())`. Locks per task name, with the slot watermark; its tasks answer `trigger`.
+   * A RunCoordinator for node-cron tasks with `distributed: true`: locks per task name, with the slot watermark; its tasks answer `trigger`.
    * @example
    * cron.setRunCoordinator(guard.coordinator({ lockAtMostFor: '10m' })); // then cron.schedule(…, { name, distributed: true })
    */
