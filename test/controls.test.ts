@@ -105,6 +105,21 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
       expect((await guard.run({ ...job, slot: new Date('2027-01-01T00:00:00Z') }, () => 2)).executed).toBe(true);
     });
 
+    it('leaves a trigger pending while the guard.schedule task is stopped, and runs it once the task starts again', async () => {
+      const { guard } = await migratedGuard(target, { controlPollInterval: '200ms' });
+      const ran: string[] = [];
+      const task = guard.schedule('0 0 1 1 *', { name: 'stoppable', lockAtMostFor: '1m' }, () => void ran.push('ran'));
+      await task.stop();
+      await guard.trigger('stoppable', { by: 'carol' });
+      // Five polls: a watched job would have run by now.
+      await sleep(1_000);
+      expect(ran).toEqual([]);
+      expect((await guard.locks())[0]?.pendingTrigger).not.toBeNull();
+      await task.start();
+      await expect.poll(() => ran, { timeout: 10_000 }).toEqual(['ran']);
+      await task.destroy();
+    });
+
     it('pauses a job by itself after autoPause.afterFailures failed runs in a row, with a paused event and one warning', async () => {
       const { guard, logger } = await migratedGuard(target, { lockedBy: 'replica-1' });
       const job = { name: 'flaky', lockAtMostFor: '1m', autoPause: { afterFailures: 3 } };

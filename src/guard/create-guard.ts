@@ -193,13 +193,12 @@ export class Guard extends OperatedGuard implements RunnerHost {
         tasksChanged: () => this.#warmUp.requestArm(),
         logger: this.#options.logger,
         slotWatch: this.#admin.slotWatch,
+        watchTriggers: (job, each) => this.#operator.watchTriggers(job, each),
       },
       expression,
       options,
       fn,
     );
-    // This replica answers the job's "run now" requests (guard.trigger) while the task lives.
-    task.on('task:destroyed', this.#operator.watchTriggers(this.#runner.resolveJob(options), fn as JobFunction<unknown>));
     return task;
   }
 

@@ -94,3 +94,23 @@ function isScheduling(task: ScheduledTask): boolean {
   const status = task.getStatus();
   return status !== 'stopped' && status !== 'destroyed';
 }
+
+/**
+ * Runs `watch` while `task` is scheduled: from now if it is, again each time it is started, and
+ * stops the watch when the task is stopped or destroyed (a `guard.schedule` task answers "run now"
+ * requests as the coordinator's tasks do: only while it would run its slots).
+ */
+export function watchWhileScheduling(task: ScheduledTask, watch: () => () => void): void {
+  let stop: (() => void) | undefined;
+  const update = (): void => {
+    if (isScheduling(task)) stop ??= watch();
+    else {
+      stop?.();
+      stop = undefined;
+    }
+  };
+  task.on('task:started', update);
+  task.on('task:stopped', update);
+  task.on('task:destroyed', update);
+  update();
+}

@@ -13,6 +13,7 @@ import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
 import type { Logger } from '../../core/logger.js';
 import type { RunResult } from '../../core/run-result.js';
 import { asCatchUp, resolveCatchUp } from './catch-up.js';
+import { watchWhileScheduling } from './coordinator-triggers.js';
 
 /** A job to run on a cron schedule. */
 export interface ScheduleOptions extends JobOptions {
@@ -41,6 +42,8 @@ export interface ScheduleHost {
   readonly logger: Logger;
   /** The slot ledger's live side: the schedule is declared there, and catch-up starts there. */
   readonly slotWatch: SlotWatch;
+  /** Answers the job's "run now" requests (guard.trigger) on this replica with `fn`; returns the function that stops. */
+  watchTriggers(job: ResolvedJob, fn: JobFunction<unknown>): () => void;
 }
 
 /**
@@ -103,6 +106,9 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
     host.tasksChanged();
   });
   task.on('task:started', () => host.tasksChanged());
+  // This replica answers the job's "run now" requests while the task is scheduled, as a
+  // coordinator's tasks do: a stopped task no longer runs its slots, nor a trigger.
+  watchWhileScheduling(task, () => host.watchTriggers(job, fn as JobFunction<unknown>));
   host.tasksChanged();
   host.slotWatch.catchUpAtStart(job.name, catchUpRun);
   return task;
