@@ -133,7 +133,7 @@ export class Administration {
     return this.#reading(() => this.#dashboardReader.recentRuns(perJob), 'dashboard');
   }
 
-  /** Every scheduled job's newest slots, in three queries whatever the number of jobs (the dashboard's overview). */
+  /** Every scheduled job's newest slots and their pauses, in four queries whatever the number of jobs (the dashboard's overview). */
   recentSlots(perJob: number): Promise<RecentSlots> {
     return this.#reading(() => this.#recentSlots(perJob), 'dashboard');
   }

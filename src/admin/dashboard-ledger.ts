@@ -4,6 +4,7 @@ import { resolveCronSlots } from '../core/cron-slots.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { expectedSlots, slotLedger, type LedgerSlot } from '../core/slot-ledger.js';
 import type { ScheduleStore } from './job-schedules.js';
+import { readPauseIntervalsOfJobs } from './pause-reads.js';
 import { DECLARE_EVERY_MS, ledgerRunColumns, RETIRE_AFTER_MS, settledSlots, toLedgerRun, type LedgerRow } from './slots.js';
 
 /** The newest slots of one scheduled job, as the dashboard's overview strip shows them. */
@@ -23,9 +24,9 @@ export interface RecentSlots {
 }
 
 /**
- * The overview's ledger, whatever the number of jobs in three queries: the database's clock, the
- * declared schedules, then one read of the runs of every scheduled job's newest slots (`guard.slots()`
- * reads one job at a time, a query per job).
+ * The overview's ledger, whatever the number of jobs in four queries: the database's clock, the
+ * declared schedules, one read of the runs of every scheduled job's newest slots, and one of their
+ * pauses (`guard.slots()` reads one job at a time, two queries per job).
  */
 export function createDashboardLedgerReader(
   db: Kysely<unknown>,
@@ -72,10 +73,22 @@ export function createDashboardLedgerReader(
         else list.push(row);
       }
     }
+    // A slot that fell while its job was paused is `paused`, not missed, as guard.slots() says:
+    // the pauses of every job's shown slots, from the controls audit, in one more statement.
+    const pauses = await readPauseIntervalsOfJobs(
+      db,
+      dialect,
+      tables,
+      windows.map(({ schedule, expected, to }) => ({ job: schedule.name, from: expected.slots[0] ?? to, to })),
+    );
     const jobs = new Map<string, RecentJobSlots>();
     for (const { schedule, cron, retired, expected } of windows) {
       const rows = (rowsByJob.get(schedule.name) ?? []).map(toLedgerRun);
-      const ledger = settledSlots(cron, slotLedger(expected.slots, expected.following, rows, schedule.lockAtLeastForMs), now);
+      const ledger = settledSlots(
+        cron,
+        slotLedger(expected.slots, expected.following, rows, schedule.lockAtLeastForMs, pauses.get(schedule.name)),
+        now,
+      );
       jobs.set(schedule.name, {
         expression: schedule.expression,
         timezone: schedule.timezone,
