@@ -1,11 +1,14 @@
-// What the dashboard makes of pauses, in a real headless browser on every dialect: the overview's
-// slot strip shows a slot that fell while the job was paused as paused (as guard.slots() does).
+// What the dashboard makes of pauses and takeovers, in a real headless browser on every dialect:
+// the overview's slot strip shows a slot that fell while the job was paused as paused (as
+// guard.slots() does), and a run that took over a lock its holder never released names and links
+// that run, whose page links it back.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserTestsRun, CHROMIUM, serve } from './support/dashboard.js';
 import { dialectTargets } from './support/dialects.js';
-import { migratedGuard } from './support/guards.js';
+import { guardOn, migratedGuard } from './support/guards.js';
+import { startWorker } from './support/processes.js';
 
 describe.skipIf(!browserTestsRun())('dashboard pauses and takeovers in chromium', () => {
   let browser: Browser;
@@ -79,6 +82,83 @@ describe.skipIf(!browserTestsRun())('dashboard pauses and takeovers in chromium'
         // Missed slots are still counted in words (slot 6, and those that settled since slot 7).
         expect(await card.locator('.slot-alarm', { hasText: /⚠ \d+ missed/ }).count()).toBe(1);
         expect(dialogs).toEqual([]);
+      }, 90_000);
+
+      it('names and links the run a run took over from when its holder died, and links the takeover back', async () => {
+        const { guard, url, prefix } = await migratedGuard(target, { lockedBy: 'survivor' });
+        // A replica in its own process takes the lock (lockAtMostFor 1 s) and is killed mid-run.
+        const doomed = startWorker<{ type: 'running' }>('hold-worker.ts', [url, prefix, 'nightly', '1000']);
+        await doomed.next('running');
+        doomed.child.kill('SIGKILL');
+        await doomed.exited;
+        // The survivor tries until the dead holder's lock has expired, then a plain run follows.
+        await expect
+          .poll(async () => (await guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'ok')).executed, {
+            timeout: 20_000,
+            interval: 200,
+          })
+          .toBe(true);
+        await guard.run({ name: 'nightly', lockAtMostFor: '1m' }, () => 'ok');
+        const [plain, successor, dead] = (await guard.history({ job: 'nightly' })).runs;
+        if (plain === undefined || successor === undefined || dead === undefined) throw new Error('expected three runs');
+        expect([dead.status, dead.lockedBy.startsWith('doomed-')]).toEqual(['abandoned', true]);
+
+        const dashboard = await serve(guard.dashboard());
+        const { page, dialogs } = await openPage(`${dashboard}/run?id=${encodeURIComponent(successor.id)}`);
+        const field = (label: string) => page.locator('dt', { hasText: label }).locator('xpath=following-sibling::dd[1]');
+        expect(await page.locator('dt', { hasText: 'Took over from' }).count()).toBe(1);
+        expect(await field('Took over from').textContent()).toMatch(/abandoned[\s\S]*never released it/);
+        expect(await page.locator('dt', { hasText: 'Taken over by' }).count()).toBe(0);
+        // The link leads to the dead run, whose page links the run that took over.
+        await field('Took over from')
+          .getByRole('link', { name: `run ${dead.id}` })
+          .click();
+        await page.waitForURL(new RegExp(`/run\\?id=${dead.id}$`));
+        expect(await page.locator('h1').textContent()).toBe('Run of nightly');
+        expect(await field('Replica').textContent()).toBe(dead.lockedBy);
+        expect(await page.locator('dt', { hasText: 'Took over from' }).count()).toBe(0);
+        await field('Taken over by')
+          .getByRole('link', { name: `run ${successor.id}` })
+          .click();
+        await page.waitForURL(new RegExp(`/run\\?id=${successor.id}$`));
+        // The plain run after it took a released lock: no takeover either way.
+        await page.goto(`${dashboard}/run?id=${encodeURIComponent(plain.id)}`);
+        expect(await page.locator('dt', { hasText: /Took over from|Taken over by/ }).count()).toBe(0);
+        expect(dialogs).toEqual([]);
+      }, 90_000);
+
+      it('names the run a run took over from when that one overran its lock and finished later', async () => {
+        const { guard, url, prefix } = await migratedGuard(target, { lockedBy: 'slow-replica' });
+        const other = guardOn(url, prefix, { lockedBy: 'other-replica' }).guard;
+        // A job that ignores its signal and keeps running 2 s past its 300 ms lock.
+        const slow = guard.run({ name: 'sync', lockAtMostFor: '300ms' }, () => sleep(2_300)).catch(() => undefined);
+        await expect
+          .poll(async () => (await other.run({ name: 'sync', lockAtMostFor: '1m' }, () => 'ok')).executed, {
+            timeout: 20_000,
+            interval: 100,
+          })
+          .toBe(true);
+        await slow;
+        const [successor, overran] = (await guard.history({ job: 'sync' })).runs;
+        if (successor === undefined || overran === undefined) throw new Error('expected two runs');
+        expect([overran.lockedBy, successor.lockedBy]).toEqual(['slow-replica', 'other-replica']);
+        expect(overran.finishedAt?.getTime()).toBeGreaterThan(successor.startedAt.getTime());
+
+        const dashboard = await serve(guard.dashboard());
+        const { page } = await openPage(`${dashboard}/run?id=${encodeURIComponent(successor.id)}`);
+        const field = (label: string) => page.locator('dt', { hasText: label }).locator('xpath=following-sibling::dd[1]');
+        expect(
+          await field('Took over from')
+            .getByRole('link', { name: `run ${overran.id}` })
+            .count(),
+        ).toBe(1);
+        expect(await field('Took over from').textContent()).toMatch(/slow-replica[\s\S]*finished only at/);
+        await page.goto(`${dashboard}/run?id=${encodeURIComponent(overran.id)}`);
+        expect(
+          await field('Taken over by')
+            .getByRole('link', { name: `run ${successor.id}` })
+            .count(),
+        ).toBe(1);
       }, 90_000);
     });
   });

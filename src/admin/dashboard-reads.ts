@@ -11,13 +11,36 @@ export interface RecentRuns {
   readonly now: Date | undefined;
 }
 
-/** A run with what the slot ledger records on its row (migration 005). */
+/** A run with what the slot ledger records on its row (migration 005), and the takeovers around it. */
 export interface RunDetail extends RunRecord {
   /** How many slots before this one no replica ran (set on the run after a gap); null when none was seen. */
   readonly missedSlots: number | null;
   /** The run was a catch-up of a missed slot (the `catchUp` option). */
   readonly catchUp: boolean;
+  /**
+   * The job's run before this one, when this one took a lock that run never released (see
+   * `tookOver`); null when this run took a free lock.
+   */
+  readonly tookOverFrom: RunRecord | null;
+  /** The job's run after this one, when it took this run's lock before this run released it. */
+  readonly takenOverBy: RunRecord | null;
 }
+
+/**
+ * Whether `later`, the next run of the same job (skips left out), took the lock of `earlier`
+ * without `earlier` releasing it. Runs of one job take one lock in turn, so the run after another
+ * in started_at order is the one that took the lock after it. It took over when `earlier` was
+ * `abandoned` (the takeover marks it so: its process died, or its lock expired while it ran), or
+ * when `earlier` finished only after `later` started (it overran, and its release, which found the
+ * lock taken, wrote `succeeded` or `failed` over `abandoned`), or had not finished at all. A run
+ * that released finished before the next one could take the lock.
+ */
+export function tookOver(earlier: RunRecord, later: RunRecord): boolean {
+  if (earlier.status === 'abandoned') return true;
+  return earlier.finishedAt === null || earlier.finishedAt.getTime() > later.startedAt.getTime();
+}
+
+type DetailRow = RunRow & { missed_slots: number | string | null; catch_up: boolean | number | null; side: string };
 
 /** The reads of the web dashboard that `history()` does not answer: whatever the number of jobs, one query each. */
 export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
@@ -41,6 +64,7 @@ export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tab
     ].join(', '),
   );
   const databaseNow = sql.raw(`${reads.time(reads.now)} AS db_now`);
+  const detailColumns = sql.join([columns, sql.raw('missed_slots'), sql.raw('catch_up')]);
 
   return {
     async recentRuns(perJob: number): Promise<RecentRuns> {
@@ -64,17 +88,40 @@ export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tab
       return { runs, now: first === undefined ? undefined : toDate(first.db_now) };
     },
 
-    /** One run by its id (the execution's token), or undefined. */
+    /** One run by its id (the execution's token), or undefined; with the run it took over from, or that took over from it. */
     async run(id: string): Promise<RunDetail | undefined> {
-      // The id is the primary key: one row at most, bound as a parameter like every value here.
-      const { rows } = await sql<RunRow & { missed_slots: number | string | null; catch_up: boolean | number | null }>`
-        SELECT ${columns}, missed_slots, catch_up FROM ${table} WHERE id = ${id}`.execute(db);
-      const row = rows[0];
+      // One statement: the run by its primary key, and the job's runs just before and just after
+      // it (skips left out), each a derived table read backwards or forwards on the
+      // (job_name, started_at, id) index and stopped at its first row. The run's job and start
+      // come from scalar subqueries on the primary key, so that they are compared on the server
+      // at the column's own precision (PostgreSQL keeps microseconds, a Date only milliseconds).
+      // Columns qualified with `r.`: MySQL's ORDER BY would otherwise take the select list's
+      // started_at (formatted text) and sort instead of reading the index in order. The id is
+      // bound as a parameter like every value here.
+      const ofRun = (column: string) => sql`(SELECT this_run.${sql.raw(column)} FROM ${table} this_run WHERE this_run.id = ${id})`;
+      const neighbour = (side: 'previous' | 'next') => {
+        const [before, order] = side === 'previous' ? [sql.raw('<'), sql.raw('DESC')] : [sql.raw('>'), sql.raw('ASC')];
+        return sql`SELECT * FROM (SELECT ${detailColumns}, ${sql.raw(`'${side}'`)} AS side FROM ${table} r
+          WHERE r.job_name = ${ofRun('job_name')} AND r.status <> 'skipped'
+            AND r.started_at ${before}= ${ofRun('started_at')} AND (r.started_at ${before} ${ofRun('started_at')} OR r.id ${before} ${id})
+          ORDER BY r.started_at ${order}, r.id ${order} LIMIT 1) AS ${sql.raw(`${side}_run`)}`;
+      };
+      const { rows } = await sql<DetailRow>`SELECT ${detailColumns}, 'run' AS side FROM ${table} r WHERE r.id = ${id}
+        UNION ALL ${neighbour('previous')}
+        UNION ALL ${neighbour('next')}`.execute(db);
+      const row = rows.find((candidate) => candidate.side === 'run');
       if (row === undefined) return undefined;
+      const run = toRunRecord(row);
+      const previous = rows.find((candidate) => candidate.side === 'previous');
+      const next = rows.find((candidate) => candidate.side === 'next');
+      const earlier = previous === undefined ? null : toRunRecord(previous);
+      const later = next === undefined ? null : toRunRecord(next);
       return {
-        ...toRunRecord(row),
+        ...run,
         missedSlots: row.missed_slots === null ? null : Number(row.missed_slots),
         catchUp: Boolean(Number(row.catch_up ?? 0)),
+        tookOverFrom: earlier !== null && tookOver(earlier, run) ? earlier : null,
+        takenOverBy: later !== null && tookOver(run, later) ? later : null,
       };
     },
   };

@@ -1,5 +1,6 @@
 import type { RunDetail } from '../../admin/dashboard-reads.js';
 import type { LockRecord } from '../../admin/locks.js';
+import type { RunRecord } from '../../admin/run-record.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
 import { formatDuration, formatTime } from './format.js';
 import { html, segment, type Html } from './html.js';
@@ -21,7 +22,44 @@ function slotFields(run: RunDetail, entry: LedgerSlot | undefined, field: (label
   return fields;
 }
 
-/** One run's row in full, its error text included, its slot in the ledger, and its job's lock as it is now. */
+/** A link to another run of the job: its id, replica, start and outcome. */
+function runLink(context: PageContext, other: RunRecord): Html {
+  return html`<a class="name" href="${context.base}/run?id=${segment(other.id)}">run ${other.id}</a> on
+    <span class="name">${other.lockedBy}</span>, started ${formatTime(other.startedAt)}, ${outcomeBadge(other.status, other.overran)}`;
+}
+
+/**
+ * The takeovers around the run: the run whose lock it took without that run releasing it, and the
+ * run that took its own lock so. Nothing when it took a free lock and released it.
+ */
+function takeoverFields(context: PageContext, run: RunDetail, field: (label: string, value: Html | string) => Html): Html[] {
+  const fields: Html[] = [];
+  const from = run.tookOverFrom;
+  if (from !== null) {
+    const why =
+      from.finishedAt === null
+        ? 'its lock expired while it was running, and it never released it (its process died, froze, or is still running)'
+        : `its lock expired while it was running, and it finished only at ${formatTime(from.finishedAt)}, after this run had taken the lock`;
+    fields.push(field('Took over from', html`${runLink(context, from)}<br /><span class="fix">${why}</span>`));
+  }
+  const by = run.takenOverBy;
+  if (by !== null) {
+    fields.push(
+      field(
+        'Taken over by',
+        html`${runLink(context, by)}<br /><span class="fix"
+            >this run's lock expired before it released it, and that run took the lock</span
+          >`,
+      ),
+    );
+  }
+  return fields;
+}
+
+/**
+ * One run's row in full, its error text included, its slot in the ledger, the run it took over
+ * from (or that took over from it), and its job's lock as it is now.
+ */
 export function runPage(context: PageContext, run: RunDetail, lock: LockRecord | undefined, slot: LedgerSlot | undefined): Html {
   const field = (label: string, value: Html | string): Html =>
     html`<dt>${label}</dt>
@@ -38,6 +76,7 @@ export function runPage(context: PageContext, run: RunDetail, lock: LockRecord |
           ${field('Duration', formatDuration(run.durationMs))} ${field('lockAtMostFor', formatDuration(run.lockAtMostForMs))}
           ${field('Lock until', formatTime(run.lockUntil))}
           ${field('Overran', run.overran ? html`<span class="overran">⚠ yes: it finished after its lock expired; another run may have overlapped it</span>` : 'no')}
+          ${takeoverFields(context, run, field)}
           ${field('Job lock now', lock === undefined ? 'no lock row' : `${lock.state}, until ${formatTime(lock.lockUntil)}, taken by ${lock.lockedBy}`)}
         </dl>
         <h2>Error</h2>
