@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
-import { toDate, toRunRecord, type RunRecord, type RunRow } from './run-record.js';
+import { runRecordColumns, toDate, toRunRecord, type RunRecord, type RunRow } from './run-record.js';
 
 /** Every job's newest runs, read in one query, and the database's clock at that read. */
 export interface RecentRuns {
@@ -46,25 +46,12 @@ type DetailRow = RunRow & { missed_slots: number | string | null; catch_up: bool
 export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
   const table = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   const reads = dialect.reads;
-  // The columns of history.ts, under the same aliases, so that toRunRecord reads them.
-  const columns = sql.raw(
-    [
-      'id',
-      `${reads.name('job_name')} AS job`,
-      `${reads.time('slot')} AS slot`,
-      'status',
-      'locked_by',
-      `${reads.time('started_at')} AS started_at`,
-      `${reads.time('finished_at')} AS finished_at`,
-      'duration_ms',
-      'lock_at_most_for_ms',
-      `${reads.time('lock_until')} AS lock_until`,
-      'overran',
-      'error',
-    ].join(', '),
-  );
+  // The columns history() reads, under the same aliases, so that toRunRecord reads them. The
+  // overview's strips show no trigger (and work on tables before migration 004); a run's page
+  // reads migration 005's columns anyway, so 004's triggered_by is there too.
+  const columns = sql.raw(runRecordColumns(reads, { triggeredBy: false }));
+  const detailColumns = sql.raw(`${runRecordColumns(reads, { triggeredBy: true })}, missed_slots, catch_up`);
   const databaseNow = sql.raw(`${reads.time(reads.now)} AS db_now`);
-  const detailColumns = sql.join([columns, sql.raw('missed_slots'), sql.raw('catch_up')]);
 
   return {
     async recentRuns(perJob: number): Promise<RecentRuns> {

@@ -4,7 +4,7 @@ import { describeValue } from '../core/describe-value.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
 import { validateJobName } from '../core/job-options.js';
-import { RUN_STATUSES, toRunRecord, type RunRecord, type RunRow, type RunStatus } from './run-record.js';
+import { RUN_STATUSES, runRecordColumns, toRunRecord, type RunRecord, type RunRow, type RunStatus } from './run-record.js';
 
 /** Which runs `guard.history()` returns, newest first. */
 export interface HistoryQuery {
@@ -34,25 +34,8 @@ const MAX_LIMIT = 1_000;
 export function createHistoryReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
   const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   const reads = dialect.reads;
-  const columnsOf = (controls: boolean) =>
-    sql.raw(
-      [
-        'id',
-        `${reads.name('job_name')} AS job`,
-        `${reads.time('slot')} AS slot`,
-        'status',
-        'locked_by',
-        `${reads.time('started_at')} AS started_at`,
-        `${reads.time('finished_at')} AS finished_at`,
-        'duration_ms',
-        'lock_at_most_for_ms',
-        `${reads.time('lock_until')} AS lock_until`,
-        'overran',
-        'error',
-        // Migration 004's column; on tables before it, no run was triggered.
-        controls ? 'triggered_by' : 'NULL AS triggered_by',
-      ].join(', '),
-    );
+  // Migration 004's column triggered_by; on tables before it, no run was triggered.
+  const columnsOf = (controls: boolean) => sql.raw(runRecordColumns(reads, { triggeredBy: controls }));
   const columns = { controls: columnsOf(true), before: columnsOf(false) };
 
   /**

@@ -1,3 +1,5 @@
+import type { ReadSql } from '../core/dialect.js';
+
 /**
  * Where a run stands. `cancelled`: the job stopped because its signal aborted (shutdown, deadline,
  * lock lost), rejecting with the signal's reason; not a failure. `abandoned`: its lock expired while
@@ -49,6 +51,30 @@ export interface RunRow {
   overran: boolean | number;
   error: string | null;
   triggered_by: string | null;
+}
+
+/**
+ * The runs table's columns as a `RunRow`: under the aliases `toRunRecord` reads, times and names as
+ * the dialect reads them back. Every read of runs as records (history, doctor, the dashboard)
+ * selects these, so that a column added here reaches them all. `triggeredBy: false` for tables
+ * before migration 004, which have no triggered_by column (no run was triggered then).
+ */
+export function runRecordColumns(reads: ReadSql, { triggeredBy }: { triggeredBy: boolean }): string {
+  return [
+    'id',
+    `${reads.name('job_name')} AS job`,
+    `${reads.time('slot')} AS slot`,
+    'status',
+    'locked_by',
+    `${reads.time('started_at')} AS started_at`,
+    `${reads.time('finished_at')} AS finished_at`,
+    'duration_ms',
+    'lock_at_most_for_ms',
+    `${reads.time('lock_until')} AS lock_until`,
+    'overran',
+    'error',
+    triggeredBy ? 'triggered_by' : 'NULL AS triggered_by',
+  ].join(', ');
 }
 
 export function toRunRecord(row: RunRow): RunRecord {
