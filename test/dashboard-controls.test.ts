@@ -1,6 +1,7 @@
 // The dashboard's operator controls in a real headless browser, on every server dialect: pausing
 // from the job page stops the next slot on two replicas in their own OS processes, resuming
-// restarts them, the audit lists both, and the read-only page shows the pause with no control.
+// restarts them, the audit lists both, and the read-only page shows the pause with no control;
+// with an `actor` option the audit names the operator of each change instead of 'dashboard'.
 import { mkdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -99,6 +100,71 @@ describe.skipIf(!browserTestsRun())('dashboard controls in chromium', () => {
           for (const replica of replicas) replica.child.kill('SIGTERM');
           await Promise.all(replicas.map((replica) => replica.exited));
         }
+      }, 90_000);
+
+      it('records each change by the operator `actor` names, as text, cut to 255 characters; blank or none is dashboard', async () => {
+        const { guard } = await migratedGuard(target);
+        await guard.run({ name: 'report', lockAtMostFor: '1m' }, () => 'done');
+        const long = '😀'.repeat(200);
+        const controlled = await serve(
+          guard.dashboard({
+            readOnly: false,
+            authorize: (req) => req.headers['x-operator'] !== undefined,
+            // The operator's name from the request, as a proxy in front of the dashboard would set it.
+            actor: async (req) => {
+              const header = req.headers['x-operator'];
+              return header === 'long' ? long : header === 'nobody' ? undefined : String(header);
+            },
+          }),
+        );
+        const as = (operator: string): Promise<Page> => openPage(`${controlled}/job?name=report`, { 'x-operator': operator });
+
+        // A name that is markup stays text: on the page, in the audit, and as recorded.
+        const alice = await as('<b>alice</b>');
+        await alice.getByLabel('Reason').first().fill('maintenance');
+        await alice.getByRole('button', { name: 'Pause' }).click();
+        await alice.waitForURL(/notice=paused/);
+        const audit = alice.locator('table[aria-labelledby=audit] tr', { has: alice.locator('td', { hasText: /^pause$/ }) });
+        expect(await audit.locator('td').nth(2).textContent()).toBe('<b>alice</b>');
+        expect(await alice.locator('#live .pause .name').textContent()).toBe('<b>alice</b>');
+        expect(await alice.locator('main b').count()).toBe(0);
+
+        // A name longer than 255 characters is cut to them, never through a surrogate pair.
+        const longPage = await as('long');
+        await longPage.getByRole('button', { name: 'Resume' }).click();
+        await longPage.waitForURL(/notice=resumed/);
+        // Blank, or no name at all: recorded as by 'dashboard'.
+        const blank = await as('   ');
+        await blank.getByRole('button', { name: 'Trigger' }).click();
+        await blank.waitForURL(/notice=triggered/);
+        const nobody = await as('nobody');
+        await nobody.getByRole('button', { name: 'Pause' }).click();
+        await nobody.waitForURL(/notice=paused/);
+
+        const records = await guard.controls('report');
+        expect(records.map((record) => [record.action, record.by])).toEqual([
+          ['pause', 'dashboard'],
+          ['trigger', 'dashboard'],
+          ['resume', '😀'.repeat(127)],
+          ['pause', '<b>alice</b>'],
+        ]);
+        // An actor that throws refuses the change: nothing is recorded under a wrong name.
+        const failing = await serve(
+          guard.dashboard({
+            readOnly: false,
+            authorize: () => true,
+            actor: () => {
+              throw new Error('no session');
+            },
+          }),
+        );
+        const refused = await openPage(`${failing}/job?name=report`);
+        await refused.getByRole('button', { name: 'Resume' }).click();
+        await expect.poll(() => refused.locator('h1').textContent()).toBe('Error 500');
+        expect(await refused.getByText('nothing was changed').count()).toBe(1);
+        expect((await guard.controls('report')).length).toBe(4);
+        expect((await guard.locks()).find((lock) => lock.name === 'report')?.paused?.by).toBe('dashboard');
+        expect(() => guard.dashboard({ actor: 'alice' as unknown as () => string })).toThrow(/`actor`.*"alice"/);
       }, 90_000);
     });
   });

@@ -1,6 +1,8 @@
 import type { ControlRecord } from '../../admin/controls.js';
 import type { LockRecord } from '../../admin/locks.js';
+import { describeValue } from '../../core/describe-value.js';
 import type { DurationInput } from '../../core/duration.js';
+import { storableText } from '../../core/error-text.js';
 import { CSRF_FIELD } from './csrf.js';
 import { formatTime } from './format.js';
 import { html, type Html } from './html.js';
@@ -15,8 +17,28 @@ export interface DashboardControls {
   audit(job: string): Promise<ControlRecord[]>;
 }
 
-/** What the audit records as the actor of a change made from the dashboard. */
+/** What the audit records as the actor of a change made from the dashboard, when its `actor` option names nobody. */
 export const DASHBOARD_ACTOR = 'dashboard';
+/** The most characters of an actor the audit keeps: the length of `by` everywhere (its columns hold 255). */
+export const MAX_ACTOR_LENGTH = 255;
+
+/**
+ * The audit's actor from what the `actor` option returned: the default for undefined or blank
+ * text; else the text, storable (NUL and lone surrogates replaced) and cut to MAX_ACTOR_LENGTH
+ * UTF-16 units without splitting a surrogate pair. Anything else is a `TypeError`.
+ */
+export function operatorName(value: unknown): string {
+  if (value === undefined) return DASHBOARD_ACTOR;
+  if (typeof value !== 'string') {
+    throw new TypeError(`Expected \`actor\` of the dashboard to return a string or undefined, got ${describeValue(value)}`);
+  }
+  const name = storableText(value.trim());
+  if (name === '') return DASHBOARD_ACTOR;
+  if (name.length <= MAX_ACTOR_LENGTH) return name;
+  const cut = name.slice(0, MAX_ACTOR_LENGTH);
+  // A high surrogate last: its pair was cut off.
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
+}
 
 /** The POST paths of the controls besides unlock. */
 export const CONTROL_PATHS = ['/job/pause', '/job/resume', '/job/trigger'] as const;
@@ -38,11 +60,16 @@ function field(form: URLSearchParams, name: string): string | undefined {
 
 /**
  * Applies a control POSTed from a job page (already checked: controls on, authorized, CSRF token,
- * valid job name) and returns the notice to show. A bad value (an `until` that is no duration) is
- * the guard's `TypeError`, which names it.
+ * valid job name) as made by `by` (see `operatorName`) and returns the notice to show. A bad value
+ * (an `until` that is no duration) is the guard's `TypeError`, which names it.
  */
-export async function applyControl(controls: DashboardControls, path: ControlPath, job: string, form: URLSearchParams): Promise<string> {
-  const by = DASHBOARD_ACTOR;
+export async function applyControl(
+  controls: DashboardControls,
+  path: ControlPath,
+  job: string,
+  form: URLSearchParams,
+  by: string,
+): Promise<string> {
   const reason = field(form, 'reason');
   if (path === '/job/pause') {
     const until = field(form, 'until');

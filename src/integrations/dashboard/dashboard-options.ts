@@ -22,6 +22,16 @@ export interface DashboardOptions {
    * @default '' (the root)
    */
   basePath?: string;
+  /**
+   * Who the audit records as having paused, resumed or triggered a job from the page: the
+   * operator's name for the request, as your authentication knows it (the session's user, a header
+   * your proxy sets). Undefined or blank records the default. The name is the user's own text: it
+   * is bound as a parameter, escaped where a page shows it, cut to its first 255 characters (the
+   * length `by` has everywhere), NUL and lone surrogates replaced. A throw or a rejection refuses
+   * the change, so that none is recorded under the wrong name.
+   * @default 'dashboard'
+   */
+  actor?: (req: IncomingMessage) => string | undefined | Promise<string | undefined>;
 }
 
 /**
@@ -34,15 +44,16 @@ export interface ResolvedDashboardOptions {
   readonly readOnly: boolean;
   readonly authorize: ((req: IncomingMessage) => boolean | Promise<boolean>) | undefined;
   readonly basePath: string | undefined;
+  readonly actor: ((req: IncomingMessage) => string | undefined | Promise<string | undefined>) | undefined;
 }
 
 /** Validates the options now, with a `TypeError` naming the option and the value. */
 export function resolveDashboardOptions(options: unknown): ResolvedDashboardOptions {
-  if (options === undefined) return { readOnly: true, authorize: undefined, basePath: undefined };
+  if (options === undefined) return { readOnly: true, authorize: undefined, basePath: undefined, actor: undefined };
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`Expected the dashboard's options to be an object, got ${describeValue(options)}`);
   }
-  const { readOnly, authorize, basePath } = options as Record<string, unknown>;
+  const { readOnly, authorize, basePath, actor } = options as Record<string, unknown>;
   if (readOnly !== undefined && typeof readOnly !== 'boolean') {
     throw new TypeError(`Expected \`readOnly\` of the dashboard to be a boolean, got ${describeValue(readOnly)}`);
   }
@@ -58,9 +69,13 @@ export function resolveDashboardOptions(options: unknown): ResolvedDashboardOpti
   if (basePath !== undefined && (typeof basePath !== 'string' || !/^(\/[^/?#\s]+)*\/?$/.test(basePath))) {
     throw new TypeError(`Expected \`basePath\` of the dashboard to be a path like '/cronguard', got ${describeValue(basePath)}`);
   }
+  if (actor !== undefined && typeof actor !== 'function') {
+    throw new TypeError(`Expected \`actor\` of the dashboard to be a function (req) => string | undefined, got ${describeValue(actor)}`);
+  }
   return {
     readOnly: readOnly !== false,
     authorize: authorize as ResolvedDashboardOptions['authorize'],
     basePath: basePath === undefined ? undefined : basePath.replace(/\/$/, ''),
+    actor: actor as ResolvedDashboardOptions['actor'],
   };
 }

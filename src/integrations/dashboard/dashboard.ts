@@ -7,7 +7,7 @@ import type { LockRecord } from '../../admin/locks.js';
 import type { JobLedger, SlotsQuery } from '../../admin/slots.js';
 import { GuardError } from '../../core/errors.js';
 import { validateJobName } from '../../core/job-options.js';
-import { applyControl, CONTROL_NOTICES, CONTROL_PATHS, type DashboardControls } from './control-forms.js';
+import { applyControl, CONTROL_NOTICES, CONTROL_PATHS, operatorName, type DashboardControls } from './control-forms.js';
 import { CsrfProtection, CSRF_FIELD } from './csrf.js';
 import { resolveDashboardOptions, type DashboardHandler, type DashboardOptions } from './dashboard-options.js';
 import { html, type Html } from './html.js';
@@ -209,8 +209,14 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       const controls = source.controls;
       const known = CONTROL_PATHS.find((candidate) => candidate === path);
       if (controls === undefined || known === undefined) throw new HttpError(404, 'No such control.');
+      let by: string;
       try {
-        notice = await applyControl(controls, known, job, form);
+        by = operatorName(await settings.actor?.(req));
+      } catch {
+        throw new HttpError(500, "The dashboard's `actor` option failed to name the operator: nothing was changed.");
+      }
+      try {
+        notice = await applyControl(controls, known, job, form, by);
       } catch (error) {
         // The guard's own words for a bad value (TypeError) or a refusal (a paused job's trigger).
         if (error instanceof TypeError) throw new HttpError(400, error.message);
