@@ -75,30 +75,33 @@ export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tab
       return { runs, now: first === undefined ? undefined : toDate(first.db_now) };
     },
 
-    /** One run by its id (the execution's token), or undefined; with the run it took over from, or that took over from it. */
+    /**
+     * One run by its id (the execution's token), or undefined; with the run it took over from, or
+     * that took over from it. Two queries.
+     */
     async run(id: string): Promise<RunDetail | undefined> {
-      // One statement: the run by its primary key, and the job's runs just before and just after
-      // it (skips left out), each a derived table read backwards or forwards on the
-      // (job_name, started_at, id) index and stopped at its first row. The run's job and start
-      // come from scalar subqueries on the primary key, so that they are compared on the server
-      // at the column's own precision (PostgreSQL keeps microseconds, a Date only milliseconds).
+      // The run by its primary key: one row at most.
+      const { rows: found } = await sql<DetailRow>`SELECT ${detailColumns}, 'run' AS side FROM ${table} WHERE id = ${id}`.execute(db);
+      const row = found[0];
+      if (row === undefined) return undefined;
+      const run = toRunRecord(row);
+      // Then, in one statement, the job's runs just before and just after it (skips left out),
+      // each a derived table read backwards or forwards on the (job_name, started_at, id) index and
+      // stopped at its first row. The job name is bound, so that PostgreSQL plans with its value
+      // (an unknown one, from a subquery, had it walk the started_at index past other jobs' runs);
+      // the run's start comes from a scalar subquery on the primary key, so that it is compared at
+      // the column's own precision (PostgreSQL keeps microseconds, a Date only milliseconds).
       // Columns qualified with `r.`: MySQL's ORDER BY would otherwise take the select list's
-      // started_at (formatted text) and sort instead of reading the index in order. The id is
-      // bound as a parameter like every value here.
-      const ofRun = (column: string) => sql`(SELECT this_run.${sql.raw(column)} FROM ${table} this_run WHERE this_run.id = ${id})`;
+      // started_at (formatted text) and sort instead of reading the index in order.
+      const startedAt = sql`(SELECT this_run.started_at FROM ${table} this_run WHERE this_run.id = ${id})`;
       const neighbour = (side: 'previous' | 'next') => {
         const [before, order] = side === 'previous' ? [sql.raw('<'), sql.raw('DESC')] : [sql.raw('>'), sql.raw('ASC')];
         return sql`SELECT * FROM (SELECT ${detailColumns}, ${sql.raw(`'${side}'`)} AS side FROM ${table} r
-          WHERE r.job_name = ${ofRun('job_name')} AND r.status <> 'skipped'
-            AND r.started_at ${before}= ${ofRun('started_at')} AND (r.started_at ${before} ${ofRun('started_at')} OR r.id ${before} ${id})
+          WHERE r.job_name = ${run.job} AND r.status <> 'skipped'
+            AND r.started_at ${before}= ${startedAt} AND (r.started_at ${before} ${startedAt} OR r.id ${before} ${id})
           ORDER BY r.started_at ${order}, r.id ${order} LIMIT 1) AS ${sql.raw(`${side}_run`)}`;
       };
-      const { rows } = await sql<DetailRow>`SELECT ${detailColumns}, 'run' AS side FROM ${table} r WHERE r.id = ${id}
-        UNION ALL ${neighbour('previous')}
-        UNION ALL ${neighbour('next')}`.execute(db);
-      const row = rows.find((candidate) => candidate.side === 'run');
-      if (row === undefined) return undefined;
-      const run = toRunRecord(row);
+      const { rows } = await sql<DetailRow>`${neighbour('previous')} UNION ALL ${neighbour('next')}`.execute(db);
       const previous = rows.find((candidate) => candidate.side === 'previous');
       const next = rows.find((candidate) => candidate.side === 'next');
       const earlier = previous === undefined ? null : toRunRecord(previous);
