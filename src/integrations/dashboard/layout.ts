@@ -2,11 +2,12 @@ import { Html, html } from './html.js';
 import { SLOT_STYLE } from './slot-marks.js';
 
 /**
- * Seconds between two refreshes of an open page. A refresh costs at most ten queries on migrated
- * tables (the job page: its runs, the lock rows and the replicas, the schema version before each
- * of those two reads, its slot ledger's clock, schedule, pauses and runs, and the audit; the
- * overview eight: the lock rows, the replicas and the schema version, every job's newest runs, the
- * ledger's four), so an open page costs at most one query a second, whatever the number of jobs.
+ * Seconds between two refreshes of an open page. A refresh costs at most eight queries on migrated
+ * tables (the job page: its runs, the lock rows and the replicas, its slot ledger's clock,
+ * schedule, pauses and runs, and the audit; the overview seven: the lock rows and the replicas,
+ * every job's newest runs, the ledger's four), ten at the first (history() and locks() read the
+ * schema version until it shows the controls), so an open page costs under one query a second,
+ * whatever the number of jobs.
  */
 export const REFRESH_SECONDS = 10;
 
