@@ -81,6 +81,10 @@ describe.skipIf(!browserTestsRun())('dashboard pauses and takeovers in chromium'
         }
         // Missed slots are still counted in words (slot 6, and those that settled since slot 7).
         expect(await card.locator('.slot-alarm', { hasText: /⚠ \d+ missed/ }).count()).toBe(1);
+        // And among the job's problems, with what to do (the ledger's, as cronguard doctor reports them).
+        const problems = await card.locator('.problem').allTextContents();
+        expect(problems).toContainEqual(expect.stringMatching(/^⚠ \d+ of its last \d+ slot\(s\) missed: no replica ran them$/));
+        expect(await card.locator('.fix', { hasText: 'catchUp' }).count()).toBe(1);
         expect(dialogs).toEqual([]);
       }, 90_000);
 

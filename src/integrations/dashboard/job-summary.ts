@@ -1,6 +1,7 @@
 import { diagnoseJob, type RunsDiagnosis } from '../../admin/doctor.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord, RunStatus } from '../../admin/run-record.js';
+import type { LedgerSlot } from '../../core/slot-ledger.js';
 import { formatDuration, formatTime, OUTCOMES } from './format.js';
 import { html, type Html } from './html.js';
 
@@ -66,9 +67,42 @@ export function diagnose(job: string, runs: readonly RunRecord[], now: Date): Ru
   );
 }
 
-/** What to do about each of doctor's problems. */
-export function problemList(diagnosis: RunsDiagnosis): Html {
-  if (diagnosis.problems.length === 0) return html`<p>No problem found.</p>`;
+/** A problem the slot ledger shows, and what to do about it. */
+export interface SlotProblem {
+  readonly problem: string;
+  readonly fix: string;
+}
+
+/**
+ * The slot ledger's problems among the slots a strip shows (no read of their own), as `cronguard
+ * doctor` reports them over the last day: slots no replica ran, and slots that started late.
+ */
+export function slotProblems(job: string, slots: readonly LedgerSlot[]): SlotProblem[] {
+  const count = (outcome: LedgerSlot['outcome']): number => slots.filter((entry) => entry.outcome === outcome).length;
+  const missed = count('missed');
+  const late = count('late');
+  const problems: SlotProblem[] = [];
+  if (missed > 0) {
+    problems.push({
+      problem: `${missed} of its last ${slots.length} slot(s) missed: no replica ran them`,
+      fix: `check that a replica schedules the job and was up then (\`cronguard slots --job ${JSON.stringify(job)}\` lists the slots); \`catchUp\` runs the newest missed one`,
+    });
+  }
+  if (late > 0) {
+    problems.push({
+      problem: `${late} of its last ${slots.length} slot(s) started late (more than a tenth of the interval after their slot)`,
+      fix: "the replicas' event loops or the database were slow at the slot: see the start delay (`cronguard.start_delay`)",
+    });
+  }
+  return problems;
+}
+
+/** What to do about each of doctor's problems, and the slot ledger's. */
+export function problemList(diagnosis: RunsDiagnosis, ledgerProblems: readonly SlotProblem[] = []): Html {
+  const ledgerItems = ledgerProblems.map(
+    ({ problem, fix }) => html`<li><span class="problem">⚠ ${problem}</span><br /><span class="fix">Fix: ${fix}</span></li>`,
+  );
+  if (diagnosis.problems.length === 0 && ledgerItems.length === 0) return html`<p>No problem found.</p>`;
   const suggested = diagnosis.suggestedLockAtMostForMs;
   const items = diagnosis.problems.map((problem) => {
     let fix = 'see docs/operations in the README';
@@ -84,6 +118,6 @@ export function problemList(diagnosis: RunsDiagnosis): Html {
     return html`<li><span class="problem">⚠ ${problem}</span><br /><span class="fix">Fix: ${fix}</span></li>`;
   });
   return html`<ul>
-    ${items}
+    ${ledgerItems}${items}
   </ul>`;
 }

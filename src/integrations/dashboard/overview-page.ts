@@ -3,7 +3,7 @@ import type { RecentRuns } from '../../admin/dashboard-reads.js';
 import type { LockRecord } from '../../admin/locks.js';
 import { formatAgo, formatTime, nextExpectedSlot } from './format.js';
 import { html, segment, type Html } from './html.js';
-import { diagnose, outcomeBadge, problemList, runStrip, stateDetail } from './job-summary.js';
+import { diagnose, outcomeBadge, problemList, runStrip, slotProblems, stateDetail } from './job-summary.js';
 import { page, type PageContext } from './layout.js';
 import { slotStrip } from './slot-marks.js';
 
@@ -58,7 +58,7 @@ export function overviewPage(context: PageContext, locks: readonly LockRecord[],
                 <dd>${slots.slots.length === 0 ? 'no slot settled yet' : slotStrip(slots.slots)}</dd>`
         }
         <dt>Problems</dt>
-        <dd>${problemList(diagnosis)}</dd>
+        <dd>${problemList(diagnosis, slots === undefined ? [] : slotProblems(name, slots.slots))}</dd>
       </dl>
     </section>`;
   });
