@@ -79,9 +79,10 @@ async function start(): Promise<() => Promise<void>> {
     database: url as string,
     tablePrefix: `${setup.namespace}_`,
     telemetry: false,
+    // Once told to stop, the fires the shutdown skips (GUARD_CLOSED) are not the figure's errors.
     logger: {
-      warn: (message) => errors.push(`cronguard: ${message}`),
-      error: (message) => errors.push(`cronguard: ${message}`),
+      warn: (message) => void (stopRequested || errors.push(`cronguard: ${message}`)),
+      error: (message) => void (stopRequested || errors.push(`cronguard: ${message}`)),
     },
   });
   await guard.migrate();
