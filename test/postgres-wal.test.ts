@@ -1,5 +1,7 @@
 // PostgreSQL only: a losing acquire must write nothing (no WAL), because N−1 replicas lose every tick.
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { createGuard } from '../src/index.js';
 import { dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
@@ -8,6 +10,9 @@ const postgres = dialectTargets().find((target) => target.name === 'postgres');
 if (postgres === undefined) throw new Error('no postgres target');
 
 const ATTEMPTS = 100;
+/** Jobs whose acquires start in the same tick, and ticks measured, in the batch test. */
+const BATCH = 20;
+const ROUNDS = 5;
 
 interface WalWindow {
   bytes: number;
@@ -100,6 +105,76 @@ describe('losing on postgres', () => {
       });
       expect(paused).toEqual({ bytes: 0, records: [] });
     } finally {
+      await raw.close();
+    }
+  });
+
+  it(`writes no WAL when the acquires of one tick lose together: one take, then one probe, for ${BATCH} jobs (issue 19)`, async () => {
+    const { guard: holder, url, prefix } = await migratedGuard(postgres);
+    const names = Array.from({ length: BATCH }, (_, index) => `batch-${index}`);
+    // The contender's statements are counted on its own pool: every query its clients are asked to run.
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    let statements = 0;
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        statements += 1;
+        return query(...args);
+      };
+    });
+    const contender = createGuard({ database: pool, tablePrefix: prefix, logger: { warn: () => undefined, error: () => undefined } });
+    const raw = await openRaw('postgres', url);
+    const tick = () => Promise.all(names.map((name) => contender.run({ name, lockAtMostFor: '1m' }, () => 'ran')));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holding: Promise<unknown> | undefined;
+    try {
+      // The contender wins every job and releases it: its next attempt at each skips the probe,
+      // so that the first tick measured is a batch of takes that lose, the next ones probes.
+      expect((await tick()).map((result) => result.executed)).toEqual(names.map(() => true));
+      let taken = 0;
+      holding = Promise.all(names.map((name) => holder.run({ name, lockAtMostFor: '1m' }, () => ((taken += 1), held))));
+      await expect.poll(() => taken).toBe(BATCH);
+      // Hint bits and pruning of the rows the holder just wrote, and the guards' presence rows:
+      // done before the window (see above), then the WAL must stand still.
+      // The catalogs too: creating pg_walinspect rewrites some pg_proc rows (its REVOKEs), and the
+      // first backend to plan a new statement afterwards would prune that page, in the window.
+      await raw.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+      const catalogs = ['pg_proc', 'pg_class', 'pg_type', 'pg_attribute', 'pg_operator', 'pg_namespace'];
+      for (const catalog of catalogs) await raw.query(`SELECT count(*) FROM pg_catalog.${catalog}`);
+      await raw.query('CHECKPOINT');
+      for (const catalog of catalogs) await raw.query(`SELECT count(*) FROM pg_catalog.${catalog}`);
+      await raw.query(`SELECT count(*) FROM ${prefix}locks`);
+      await raw.query(`SELECT count(*) FROM ${prefix}runs`);
+      // Through the name index too (marking the index entries of the rows' old versions dead is
+      // a hint as well), as the statements may read the rows either way.
+      await raw.query('SET enable_seqscan = off');
+      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = ANY(?)`, [names]);
+      await raw.query('SET enable_seqscan = on');
+      await expect
+        .poll(
+          async () => {
+            const window = await walDuring(raw, () => new Promise<void>((resolve) => setTimeout(resolve, 300)));
+            return window.bytes;
+          },
+          { timeout: 15_000, interval: 100 },
+        )
+        .toBe(0);
+
+      statements = 0;
+      const ours = await walDuring(raw, async () => {
+        for (let round = 0; round < ROUNDS; round += 1) {
+          expect(await tick()).toEqual(names.map(() => ({ executed: false, reason: 'locked' })));
+        }
+      });
+      expect(ours).toEqual({ bytes: 0, records: [] });
+      // One statement per tick (the take of all, then the probe of all), not one per job.
+      expect(statements).toBe(ROUNDS);
+    } finally {
+      release();
+      await holding;
+      await contender.close();
+      await pool.end();
       await raw.close();
     }
   });

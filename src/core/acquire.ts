@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { AcquireBatcher } from './acquire-batch.js';
 import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
 import { GuardError, messageOf } from './errors.js';
 import { AcquireFailureLog } from './failure-log.js';
@@ -31,10 +32,13 @@ export class LockAcquirer {
   readonly #pending = new Map<string, { timedOut: boolean; sentAt: number }>();
   /** Thins the log of failed acquires during an outage (the events still count every one). */
   readonly #failureLog: AcquireFailureLog;
+  /** Sends the acquires started in one turn of the event loop together, where the store can. */
+  readonly #batcher: AcquireBatcher;
 
   constructor(site: LockSite) {
     this.#site = site;
     this.#failureLog = new AcquireFailureLog(site.dependencies.logger);
+    this.#batcher = new AcquireBatcher(site.dependencies.store);
   }
 
   /**
@@ -74,7 +78,7 @@ export class LockAcquirer {
     const acquireSentAt = performance.now();
     let acquiring: Promise<AcquireOutcome>;
     try {
-      acquiring = environment.store.acquire(job, request);
+      acquiring = this.#batcher.acquire(job, request);
     } catch (cause) {
       // A store that throws before it has a promise (a driver that cannot even open) still skips.
       return this.#failed(job, slot, acquireError(environment.dialect, job, cause));

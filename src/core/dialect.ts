@@ -46,6 +46,12 @@ export interface AcquireRequest {
   readonly trigger?: { readonly id: string; readonly force: boolean };
 }
 
+/** One execution's bid in a batch (`LockStore.acquireMany`): its job and its request. */
+export interface BatchedAcquire {
+  readonly job: ResolvedJob;
+  readonly request: AcquireRequest;
+}
+
 /**
  * `slot-done`: the lock was free, but this slot (or a later one) already ran. `paused`: an operator
  * paused the job (`guard.pause`), and the pause has not lifted.
@@ -86,6 +92,16 @@ export interface LockStore {
    * the row to say why).
    */
   acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome>;
+  /**
+   * Optional: decides several acquires at once, each exactly as `acquire` would (its own decision,
+   * token, run row, slot check and pause), in fewer round trips (PostgreSQL: one probe for all
+   * that need one, one take for all that look free). Answers in the order given. The guard passes
+   * two or more acquires started together (core/acquire-batch.ts), of distinct job names, none a
+   * trigger. A rejection means the batch took nothing (its take is one autocommit statement, rolled
+   * back), and the guard then sends each acquire alone: a failure of one job's part never fails
+   * the others'. A store without it gets each acquire alone.
+   */
+  acquireMany?(acquires: readonly BatchedAcquire[]): Promise<AcquireOutcome[]>;
   /**
    * Gives the lock up, keeping it until `locked_at + lockAtLeastFor`, and finishes the run's
    * history row. Matches the lock by token only; false when no lock row matched, meaning the lock

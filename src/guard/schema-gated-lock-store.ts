@@ -1,4 +1,4 @@
-import type { AcquireOutcome, AcquireRequest, LockStore } from '../core/dialect.js';
+import type { AcquireOutcome, AcquireRequest, BatchedAcquire, LockStore } from '../core/dialect.js';
 import type { ResolvedJob } from '../core/job-options.js';
 
 /** While the tables are older than the operator controls, how often an acquire has the schema version read again. */
@@ -47,6 +47,17 @@ export function schemaGatedLockStore(withControls: LockStore, without: LockStore
     extend: (job, token, durationMs) => withControls.extend(job, token, durationMs),
     recordSkip: (job, request) => withControls.recordSkip(job, request),
   };
+  // A batch never holds a trigger, so every acquire in it gets the same store; a store without
+  // batches takes them one by one, as it would have had them alone.
+  if (withControls.acquireMany !== undefined) {
+    gated.acquireMany = async (acquires: readonly BatchedAcquire[]): Promise<AcquireOutcome[]> => {
+      const [first] = acquires;
+      if (first === undefined) return [];
+      const store = await storeFor(first.request);
+      if (store.acquireMany !== undefined) return store.acquireMany(acquires);
+      return Promise.all(acquires.map(({ job, request }) => store.acquire(job, request)));
+    };
+  }
   const { cancelAcquires } = withControls;
   if (cancelAcquires !== undefined) {
     gated.cancelAcquires = async () => {

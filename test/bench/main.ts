@@ -2,7 +2,8 @@
 // every figure on each dialect, and writes BENCHMARKS.md. `-- --quick` for a shorter run (under a
 // minute), `-- --smoke` for CI (tiny counts, written to a temporary file unless --out is given),
 // `-- --long` for the full run with figure 5 at the issue's size (100 names × 1,000 slots: about
-// 25 minutes here).
+// 25 minutes here). `-- --only scale` runs figure 11 alone and prints its table (no file written);
+// `--scale-jobs 1,10` and `--dialects postgres` narrow it.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,7 @@ import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } 
 import { missesLines } from './misses.js';
 import { ratio, us, type Summary } from './measure.js';
 import { tickLatency, tickLatencyLines, type TickLatencyFigure, type TickSize } from './tick-latency.js';
+import { tickScale, tickScaleAlone, tickScaleLines, type ScalePoint, type TickScaleSize } from './tick-scale.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,8 +27,13 @@ const { values } = parseArgs({
     smoke: { type: 'boolean' },
     long: { type: 'boolean' },
     out: { type: 'string' },
+    only: { type: 'string' },
+    'scale-jobs': { type: 'string' },
+    dialects: { type: 'string' },
   },
 });
+if (values.only !== undefined && values.only !== 'scale')
+  throw new Error(`--only: the figure that runs alone is 'scale', got ${values.only}`);
 const mode = values.smoke === true ? 'smoke' : values.quick === true ? 'quick' : 'full';
 const long = mode === 'full' && values.long === true;
 const iterations = { full: 2_000, quick: 100, smoke: 20 }[mode];
@@ -54,6 +61,15 @@ const tickSize: TickSize = {
   quick: { cron: 'second', jobs: 10, slots: 3 } as const,
   smoke: { cron: 'second', jobs: 2, slots: 3 } as const,
 }[mode];
+/** Figure 11: jobs per tick (all on one every-second schedule), and the slots measured at each. */
+const scaleSize: TickScaleSize = {
+  jobs: values['scale-jobs']?.split(',').map(Number) ?? { full: [1, 10, 100, 500], quick: [1, 100], smoke: [1, 10] }[mode],
+  slots: { full: 5, quick: 3, smoke: 2 }[mode],
+};
+if (values.only === 'scale') {
+  await tickScaleAlone(scaleSize, values.dialects?.split(','));
+  process.exit(0);
+}
 /** Figure 10: rows in the runs table a history page is read from. */
 const historyRows = { full: 1_000_000, quick: 100_000, smoke: 10_000 }[mode];
 const out = values.out ?? (mode === 'smoke' ? join(mkdtempSync(join(tmpdir(), 'cronguard-bench-')), 'BENCHMARKS.md') : 'BENCHMARKS.md');
@@ -63,6 +79,7 @@ const results: { dialect: DialectName; version: string; figures: DialectFigures;
 let memory: { pinned: MemoryFigure; adaptive: MemoryFigure } | undefined;
 let ticks: TickLatencyFigure | undefined;
 let history: HistoryPageFigure | undefined;
+let scale: ScalePoint[] | undefined;
 /** Figure 7 on every dialect: cronguard alone on once-a-second slots (full run only; quick and smoke measure only that, on PostgreSQL). */
 const ticksByDialect: { dialect: DialectName; figure: TickLatencyFigure }[] = [];
 const started = Date.now();
@@ -102,6 +119,7 @@ try {
       ticksByDialect.push({ dialect, figure: await tickLatency(url, { cron: 'second', jobs: 10, slots: 3 }) });
     }
   }
+  scale = await tickScale(targets, scaleSize);
   const { small, large, warm, longer } = memoryCounts;
   console.error(`cronguard bench: memory, up to ${longer ?? large} executions on SQLite, twice…`);
   const checkpoints = [small, ...(warm === undefined ? [] : [warm]), large, ...(longer === undefined ? [] : [longer])];
@@ -257,6 +275,9 @@ function report(): string {
     '## 10. A page of history on PostgreSQL',
     '',
     ...historyPageLines(history, verdict),
+    '## 11. Tick-to-start latency as the jobs of one tick grow',
+    '',
+    ...(scale === undefined ? ['Not measured.', ''] : tickScaleLines(scale)),
     ...missesLines({
       results,
       memoryGrowthMb: memory === undefined ? undefined : memoryGrowthMb(memory.pinned),

@@ -30,3 +30,17 @@ export interface ExtendValues {
   readonly durationMs: number;
   readonly token: string;
 }
+
+/** The batch probe (batch-acquire.ts): one element per acquire, in the same order. */
+export interface BatchProbeValues {
+  readonly names: string[];
+  readonly slots: (Date | null)[];
+}
+
+/** The batch take (batch-acquire.ts): `AcquireValues` as arrays, one element per acquire, in the same order. */
+export interface BatchTakeValues extends BatchProbeValues {
+  readonly tokens: string[];
+  readonly lockAtMostForMs: number[];
+  readonly lockedBy: string[];
+  readonly lockTimeout: string;
+}

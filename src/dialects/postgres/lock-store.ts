@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
+import { batchAcquirer } from './batch-acquire.js';
 import { isPostgresSerializationFailure as isSerializationFailure } from './driver-errors.js';
 import { statementRunner } from './statement-runner.js';
 import { namedStatement } from '../common/named-parameters.js';
@@ -186,6 +187,19 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, now(), now(), 0, :lockAtMost
     (await query<{ outcome: AcquireOutcome }>(acquireSql.sql, acquireSql.parameters(values), { cancellable: true }))[0]?.outcome ??
     'locked';
 
+  // The acquires of one tick together (core/acquire-batch.ts): the same statements over arrays.
+  const acquireMany = batchAcquirer({
+    query,
+    locks,
+    runs,
+    history,
+    boundWait,
+    notPaused,
+    pausedNow,
+    lockTimeout,
+    acquireOne: acquireOutcome,
+  });
+
   const acquireOnce = async (job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> => {
     if (trigger !== undefined) {
       const take = trigger.force ? forcedTriggerSql : triggerSql;
@@ -242,6 +256,7 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, now(), now(), 0, :lockAtMost
         throw error;
       }
     },
+    acquireMany,
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       // Without history, :status and :error are not in the statement, nor in its parameters
       // (PostgreSQL cannot type a parameter it never sees).

@@ -1,0 +1,104 @@
+// The acquires a replica starts in the same turn of the event loop go to the database together where
+// the dialect batches them (PostgreSQL: one probe, one take; issue 19). Each job keeps its own
+// decision, token, run row and slot check, and one job's failure never fails the others'. Run on
+// every dialect: the decisions are the same whether the store batches or not.
+import { describe, expect, it } from 'vitest';
+import { dialectTargets } from './support/dialects.js';
+import { guardOn, migratedGuard } from './support/guards.js';
+import { openRaw } from './support/raw-database.js';
+import { slotRace } from './support/slot-race.js';
+
+const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
+const SLOT_2 = new Date(Date.UTC(2030, 0, 1, 0, 2));
+const SLOT_3 = new Date(Date.UTC(2030, 0, 1, 0, 3));
+
+describe.each(dialectTargets())('acquires started together on $name', (target) => {
+  describe.skipIf(target.serverUrl === null)('', () => {
+    it('gives each job of one tick its own decision: paused, slot done, held, free, new', async () => {
+      const { guard: operator, url, prefix } = await migratedGuard(target);
+      const contender = guardOn(url, prefix).guard;
+      await operator.run({ name: 'free', lockAtMostFor: '1m', slot: SLOT_1 }, () => undefined);
+      await operator.run({ name: 'done', lockAtMostFor: '1m', slot: SLOT_2 }, () => undefined);
+      await operator.run({ name: 'paused', lockAtMostFor: '1m' }, () => undefined);
+      await operator.pause('paused');
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let holding = false;
+      const holder = operator.run({ name: 'held', lockAtMostFor: '1m' }, () => ((holding = true), held));
+      await expect.poll(() => holding).toBe(true);
+      try {
+        const names = ['paused', 'done', 'held', 'free', 'new', 'new-too'];
+        const results = await Promise.all(
+          names.map((name) => contender.run({ name, lockAtMostFor: '1m', slot: name === 'done' ? SLOT_1 : SLOT_3 }, (ctx) => ctx.runId)),
+        );
+        expect(results.map((result) => (result.executed ? 'ran' : result.reason))).toEqual([
+          'paused',
+          'slot-done',
+          'locked',
+          'ran',
+          'ran',
+          'ran',
+        ]);
+        // Each winner has its own run row, under its own token, for its own slot.
+        const runIds = results.flatMap((result) => (result.executed ? [result.value] : []));
+        expect(new Set(runIds).size).toBe(3);
+        const { runs } = await contender.history({ limit: 50 });
+        for (const [index, name] of ['free', 'new', 'new-too'].entries()) {
+          const run = runs.find((entry) => entry.id === runIds[index]);
+          expect(run, name).toMatchObject({ job: name, status: 'succeeded' });
+          expect(run?.slot?.getTime(), name).toBe(SLOT_3.getTime());
+        }
+        // The slot watermark moved for each winner: the same slot again is done.
+        const again = await Promise.all(
+          ['free', 'new'].map((name) => contender.run({ name, lockAtMostFor: '1m', slot: SLOT_3 }, () => 'x')),
+        );
+        expect(again).toEqual([
+          { executed: false, reason: 'slot-done' },
+          { executed: false, reason: 'slot-done' },
+        ]);
+      } finally {
+        release();
+        await holder;
+      }
+    });
+
+    it('gives exactly one run per (job, slot) to 4 processes racing for 24 jobs at once', async () => {
+      const { url, prefix } = await migratedGuard(target);
+      const names = Array.from({ length: 24 }, (_, index) => `race-${index}`);
+      const outcome = await slotRace(url, prefix, names, { processes: 4, rounds: 5 });
+      expect(outcome).toMatchObject({ duplicates: 0, unrun: 0, errorSkips: 0, logged: [] });
+      expect(outcome.executions).toBe(names.length * 5);
+    });
+  });
+});
+
+const postgres = dialectTargets().find((target) => target.name === 'postgres');
+
+describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch with a failing job on postgres', () => {
+  it("runs the other jobs of the tick when one job's part of the batch fails", async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(postgres as NonNullable<typeof postgres>);
+    const raw = await openRaw('postgres', url);
+    try {
+      // The database refuses the run row of one job: the batch's take fails as a whole, rolled back.
+      await raw.exec(`CREATE FUNCTION ${prefix}refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+        CREATE TRIGGER ${prefix}refuse BEFORE INSERT ON ${prefix}runs
+          FOR EACH ROW WHEN (NEW.job_name = 'bad') EXECUTE FUNCTION ${prefix}refuse();`);
+      const names = ['good-0', 'bad', 'good-1', 'good-2'];
+      const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m' }, () => name)));
+      expect(results.filter((_, index) => index !== 1)).toEqual([
+        { executed: true, value: 'good-0' },
+        { executed: true, value: 'good-1' },
+        { executed: true, value: 'good-2' },
+      ]);
+      expect(results[1]).toMatchObject({ executed: false, reason: 'error' });
+      expect(results[1]?.executed === false && results[1].reason === 'error' ? results[1].error.code : undefined).toBe('ACQUIRE_FAILED');
+      expect(logger.errors.join('\n')).toContain('refused by the test');
+      // Nothing of the failed job's attempt stayed behind: its lock is free for the next one.
+      await raw.exec(`DROP TRIGGER ${prefix}refuse ON ${prefix}runs`);
+      expect(await guard.run({ name: 'bad', lockAtMostFor: '1m' }, () => 'now')).toEqual({ executed: true, value: 'now' });
+    } finally {
+      await raw.close();
+    }
+  });
+});
