@@ -33,18 +33,36 @@ export function openDriver(dialect: DialectName, url: string): BenchDriver {
   const takeLog = (): CompiledQuery[] => log.splice(0);
   if (dialect === 'postgres') {
     const pool = new pg.Pool({ connectionString: url, max: 10 });
-    // The guard's lock statements go to pool.query({ name, text, values }): log them on the way.
+    // The guard's lock statements go to pool.query({ name, text, values }), and its acquires to
+    // client.query of a client it checks out (pool.connect(), for the client's pid): log both.
+    const logConfig = (config: unknown): void => {
+      if (typeof config === 'object' && config !== null && 'text' in config) {
+        const { text, values: params } = config as { text: string; values: unknown[] };
+        log.push(CompiledQuery.raw(text, params));
+      }
+    };
+    const loggedClient = (client: pg.PoolClient): pg.PoolClient =>
+      new Proxy(client, {
+        get(target, property) {
+          if (property === 'query') {
+            return (config: unknown, values?: unknown[]) => {
+              logConfig(config);
+              return target.query(config as string, values);
+            };
+          }
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        },
+      });
     const logged = new Proxy(pool, {
       get(target, property) {
         if (property === 'query') {
           return (config: unknown, values?: unknown[]) => {
-            if (typeof config === 'object' && config !== null && 'text' in config) {
-              const { text, values: params } = config as { text: string; values: unknown[] };
-              log.push(CompiledQuery.raw(text, params));
-            }
+            logConfig(config);
             return target.query(config as string, values);
           };
         }
+        if (property === 'connect') return async () => loggedClient(await target.connect());
         const value: unknown = Reflect.get(target, property, target);
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
