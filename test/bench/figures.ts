@@ -136,13 +136,23 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   driver.takeLog();
   await capture.run(winJob, noop);
   const replay = winStatements();
-  const token = replay.flatMap((query) => query.parameters).find((value) => typeof value === 'string' && /^[0-9a-f-]{36}$/.test(value));
+  // The win's token, to be replaced by a fresh one at each replay (a run id is unique). Through a
+  // Kysely on MySQL the guard sends strings as bytes (a Buffer), so a token may be either.
+  const tokenText = (value: unknown): string | undefined => {
+    const text = typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : undefined;
+    return text !== undefined && /^[0-9a-f]{8}-[0-9a-f-]{27}$/.test(text) ? text : undefined;
+  };
+  const token = replay
+    .flatMap((query) => query.parameters)
+    .map(tokenText)
+    .find((text) => text !== undefined);
+  if (token === undefined) throw new Error(`${driver.dialect}: no token among the captured win's parameters`);
   const direct = async () => {
     const fresh = randomUUID();
     for (const query of replay)
       await driver.rawPrepared(
         query.sql,
-        query.parameters.map((value) => (value === token ? fresh : value)),
+        query.parameters.map((value) => (tokenText(value) !== token ? value : Buffer.isBuffer(value) ? Buffer.from(fresh) : fresh)),
       );
   };
   const overhead = await interleaved(iterations, () => guard.run(winJob, noop), direct);
