@@ -101,4 +101,36 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
       await raw.close();
     }
   });
+  it('waits, as a one-job take does, for a free row another session is writing, and takes it once that session is done', async () => {
+    const { guard, url, prefix } = await migratedGuard(postgres as NonNullable<typeof postgres>);
+    const raw = await openRaw('postgres', url);
+    const admin = await openRaw('postgres', url);
+    try {
+      // Both rows exist and are free (released by their runs).
+      for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+      // Another session writes row a (a late release, an operator's control) and has not committed.
+      await raw.exec('BEGIN');
+      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
+      // A second guard (it has not released these locks itself, so both go through the batch's probe and take).
+      const other = guardOn(url, prefix).guard;
+      const both = Promise.all(['a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
+      // Watched from a connection of its own: pg_stat_activity is read once per transaction.
+      await expect
+        .poll(
+          async () =>
+            (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH req AS%unnest%'`))
+              .length,
+          { timeout: 10_000 },
+        )
+        .toBe(1);
+      await raw.exec('COMMIT');
+      expect(await both).toEqual([
+        { executed: true, value: 'a' },
+        { executed: true, value: 'b' },
+      ]);
+    } finally {
+      await raw.close();
+      await admin.close();
+    }
+  });
 });

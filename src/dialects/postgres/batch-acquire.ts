@@ -40,18 +40,17 @@ export function batchAcquirer(parts: BatchAcquireParts): (acquires: readonly Bat
 
   // The take for many jobs: the one-job acquire's CTE (a conditional UPDATE, an INSERT … ON
   // CONFLICT DO NOTHING for a row that does not exist, the run rows, then why each loser lost),
-  // over the rows of `req`. One difference: the rows it takes are first locked in `free` with
-  // SKIP LOCKED. A one-job take waits for a row another replica's take is writing, then re-checks
-  // it and loses; a take of many rows that waited could wait on a second replica that waits on it
-  // (each holding a row the other wants): a deadlock, cut only after deadlock_timeout (1 s). With
-  // SKIP LOCKED it waits for no row: a row another statement is taking right now is lost at once
-  // ('locked', as it would be once that take commits). Should that take roll back instead, its
-  // replica sends that job's acquire again alone (core/acquire-batch.ts), which takes the row.
-  // `free` locks only rows the UPDATE then takes (a loser takes no row lock and writes nothing),
-  // and takes them in one statement with the UPDATE, which re-checks each on its newest version.
-  // The INSERT covers only names with no row at all, so it never waits for a row that exists,
-  // and it inserts in name order: two replicas inserting the same new names wait for each other
-  // in the same order, never in a circle.
+  // over the rows of `req`. The rows it takes are first locked in `free`, in name order: like a
+  // one-job take, it waits for a row another session is writing at that instant (another take, a
+  // late release, an operator's control) and then re-checks it on its newest version (taken by
+  // the other: a loss; released, or the other rolled back: still free). Two batches that wanted
+  // rows in different orders could each hold a row the other waits for (a deadlock, cut only
+  // after deadlock_timeout); every batch locks its rows in the same order, so none waits in a
+  // circle. `free` locks only rows the UPDATE then takes (a loser takes no row lock and writes
+  // nothing; a row held by a live lock is not free on the statement's snapshot, so it is not
+  // waited for), and the UPDATE re-checks each on its newest version. The INSERT covers only
+  // names with no row at all, after the existing rows, in name order too: two replicas inserting
+  // the same new names wait for each other in the same order.
   // The run rows: as in the one-job acquire, for every job won, with its own token and slot.
   const runRows = `, abandoned AS (
   UPDATE ${runs} SET status = 'abandoned'
@@ -69,7 +68,8 @@ export function batchAcquirer(parts: BatchAcquireParts): (acquires: readonly Bat
 ), free AS (
   SELECT l.name FROM ${locks} l JOIN req ON l.name = req.name
    WHERE ${boundWait} AND l.lock_until <= now() AND ${notPaused} AND ${slotIsNewer}
-   FOR UPDATE OF l SKIP LOCKED
+   ORDER BY l.name
+   FOR UPDATE OF l
 ), taken AS (
   UPDATE ${locks} AS l
      SET previous_token = l.token, lock_until = now() + req.at_most_ms * interval '1 millisecond', locked_at = now(),
