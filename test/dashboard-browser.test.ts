@@ -4,10 +4,18 @@
 import { mkdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialectTargets } from './support/dialects.js';
-import { browserTestsRun, CHROMIUM, HOSTILE_NAME, seedHistory, serve } from './support/dashboard.js';
+import {
+  browserTestsRun,
+  everySecondJob,
+  HOSTILE_NAME,
+  launchChromium,
+  openPage as openBrowserPage,
+  seedHistory,
+  serve,
+} from './support/dashboard.js';
 import { migratedGuard } from './support/guards.js';
 
 const screenshots = fileURLToPath(new URL('../.tmp/screenshots/', import.meta.url));
@@ -16,24 +24,13 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
     mkdirSync(screenshots, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
   });
 
-  /** A page that records every dialog (an alert would be a script injected through a name). */
-  async function openPage(url: string, headers: Record<string, string> = {}): Promise<{ page: Page; dialogs: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, extraHTTPHeaders: headers });
-    const page = await context.newPage();
-    const dialogs: string[] = [];
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    await page.goto(url);
-    return { page, dialogs };
-  }
+  const openPage = (url: string, headers: Record<string, string> = {}) => openBrowserPage(browser, url, headers);
 
   describe.each(dialectTargets())('on $name', (target) => {
     describe.skipIf(target.serverUrl === null)('', () => {
@@ -89,16 +86,8 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
 
       it('draws the slot ledger: missed slots on the strip and the timeline, the next slot from the cron, a run after a gap', async () => {
         const { guard } = await migratedGuard(target);
-        // A declared every-second schedule (a decorated job with `cron`); the runs give their slots by hand.
-        guard.guarded({ name: 'ticker', lockAtMostFor: '1m', cron: '* * * * * *' });
-        await expect.poll(async () => (await guard.slots({ job: 'ticker' })).length).toBe(1);
-        const first = Math.ceil((Date.now() + 500) / 1_000) * 1_000;
-        const at = (index: number): Date => new Date(first + index * 1_000);
-        // Each run on time, as a scheduler would start it; slots 1 and 2: nobody runs them.
-        const runAt = async (index: number): Promise<void> => {
-          await sleep(Math.max(0, at(index).getTime() + 20 - Date.now()));
-          await guard.run({ name: 'ticker', lockAtMostFor: '1m', slot: at(index) }, () => 'ok');
-        };
+        // A declared every-second schedule; each run on time; slots 1 and 2: nobody runs them.
+        const { at, runAt } = await everySecondJob(guard, 'ticker');
         await runAt(0);
         await runAt(3);
         // The other jobs of the screenshots (docs/dashboard-overview.png), while the slots settle.

@@ -5,9 +5,9 @@
 import { mkdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserTestsRun, CHROMIUM, serve } from './support/dashboard.js';
+import { browserTestsRun, launchChromium, openPage as openBrowserPage, serve } from './support/dashboard.js';
 import { dialectTargets } from './support/dialects.js';
 import { migratedGuard } from './support/guards.js';
 import { startWorker, type Worker } from './support/processes.js';
@@ -28,19 +28,14 @@ describe.skipIf(!browserTestsRun())('dashboard controls in chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
     mkdirSync(screenshots, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
   });
 
-  async function openPage(url: string, headers: Record<string, string> = {}): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, extraHTTPHeaders: headers });
-    const page = await context.newPage();
-    page.on('dialog', (dialog) => void dialog.dismiss());
-    await page.goto(url);
-    return page;
-  }
+  const openPage = async (url: string, headers: Record<string, string> = {}): Promise<Page> =>
+    (await openBrowserPage(browser, url, headers)).page;
 
   describe.each(dialectTargets())('on $name', (target) => {
     describe.skipIf(target.serverUrl === null)('', () => {

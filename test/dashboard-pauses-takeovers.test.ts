@@ -3,9 +3,9 @@
 // guard.slots() does), and a run that took over a lock its holder never released names and links
 // that run, whose page links it back.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserTestsRun, CHROMIUM, serve } from './support/dashboard.js';
+import { browserTestsRun, everySecondJob, launchChromium, openPage as openBrowserPage, serve } from './support/dashboard.js';
 import { dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { startWorker } from './support/processes.js';
@@ -13,38 +13,20 @@ import { startWorker } from './support/processes.js';
 describe.skipIf(!browserTestsRun())('dashboard pauses and takeovers in chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
   });
 
-  /** A page that records every dialog (there should be none). */
-  async function openPage(url: string): Promise<{ page: Page; dialogs: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-    const page = await context.newPage();
-    const dialogs: string[] = [];
-    page.on('dialog', (dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    await page.goto(url);
-    return { page, dialogs };
-  }
+  const openPage = (url: string) => openBrowserPage(browser, url);
 
   describe.each(dialectTargets())('on $name', (target) => {
     describe.skipIf(target.serverUrl === null)('', () => {
       it('draws the slots that fell while the job was paused as paused on the overview strip, as guard.slots() does', async () => {
         const { guard } = await migratedGuard(target);
-        // A declared every-second schedule (a decorated job with `cron`); the runs give their slots by hand.
-        guard.guarded({ name: 'ticker', lockAtMostFor: '1m', cron: '* * * * * *' });
-        await expect.poll(async () => (await guard.slots({ job: 'ticker' })).length).toBe(1);
-        const first = Math.ceil((Date.now() + 500) / 1_000) * 1_000;
-        const at = (index: number): Date => new Date(first + index * 1_000);
-        const runAt = async (index: number): Promise<void> => {
-          await sleep(Math.max(0, at(index).getTime() + 20 - Date.now()));
-          await guard.run({ name: 'ticker', lockAtMostFor: '1m', slot: at(index) }, () => 'ok');
-        };
+        // A declared every-second schedule; the runs give their slots by hand.
+        const { at, runAt } = await everySecondJob(guard, 'ticker');
         // Slot 0 runs, then the job is paused over slots 1 to 4 and resumed; slot 5 runs, nobody
         // runs slot 6 (missed: the strip still shows what is missed), slot 7 runs.
         await runAt(0);

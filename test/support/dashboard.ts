@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterEach, expect } from 'vitest';
 import type { Guard } from '../../src/index.js';
 
 /** The job name every page must show as text: an HTML injection if it were not escaped. */
@@ -18,6 +19,48 @@ export function browserTestsRun(): boolean {
     `\n*** cronguard: dashboard browser tests are SKIPPED: no ${CHROMIUM}. Install it with: apt-get install -y chromium ***\n\n`,
   );
   return false;
+}
+
+/** Debian's chromium, headless; `--no-sandbox` as the tests run as root. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+}
+
+/** A page at `url` that records every dialog (an alert would be a script injected through a name; there should be none). */
+export async function openPage(
+  browser: Browser,
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ page: Page; dialogs: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, extraHTTPHeaders: headers });
+  const page = await context.newPage();
+  const dialogs: string[] = [];
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  await page.goto(url);
+  return { page, dialogs };
+}
+
+/**
+ * A job with a declared every-second schedule (a decorated job with `cron`) whose runs the test
+ * starts by hand: `at(i)` is its i-th slot from the next whole second at least 0.5 s away, and
+ * `runAt(i)` runs that slot on time, as a scheduler would start it.
+ */
+export async function everySecondJob(
+  guard: Guard,
+  name: string,
+): Promise<{ at: (index: number) => Date; runAt: (index: number) => Promise<void> }> {
+  guard.guarded({ name, lockAtMostFor: '1m', cron: '* * * * * *' });
+  await expect.poll(async () => (await guard.slots({ job: name })).length).toBe(1);
+  const first = Math.ceil((Date.now() + 500) / 1_000) * 1_000;
+  const at = (index: number): Date => new Date(first + index * 1_000);
+  const runAt = async (index: number): Promise<void> => {
+    await sleep(Math.max(0, at(index).getTime() + 20 - Date.now()));
+    await guard.run({ name, lockAtMostFor: '1m', slot: at(index) }, () => 'ok');
+  };
+  return { at, runAt };
 }
 
 const servers: Server[] = [];
