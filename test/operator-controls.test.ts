@@ -1,12 +1,12 @@
 // Operator controls across OS processes, on every dialect (issue 17's "done when"): 3 replicas
 // of an every-second guard.schedule job, steered by the `cronguard` command from another process.
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
+import { dialectTargets, type DialectTarget } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
-import { startWorker, type Worker } from './support/processes.js';
-import { assertBuilt, describeResult, repoRoot, runProcess } from './support/run-process.js';
+import type { Worker } from './support/processes.js';
+import { startReplicaGroup } from './support/replica-group.js';
+import { assertBuilt } from './support/run-process.js';
 
 type Message =
   | { type: 'ready' | 'exiting'; pid: number }
@@ -14,23 +14,10 @@ type Message =
   | { type: 'paused'; pid: number; job: string; by: string; reason: string | null; auto: boolean };
 type Ran = Extract<Message, { type: 'ran' }>;
 
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
-
 beforeAll(() => assertBuilt());
 
-async function startReplicas(target: DialectTarget, mode: 'ok' | 'fail', pollInterval: string, runForMs: number) {
-  const url = databaseUrl(target);
-  const prefix = uniquePrefix();
-  await guardOn(url, prefix).guard.migrate();
-  const replicas = [0, 1, 2].map(() => startWorker<Message>('controlled-replica.ts', [url, prefix, mode, pollInterval, String(runForMs)]));
-  await Promise.all(replicas.map((replica) => replica.next('ready')));
-  /** Runs `cronguard <args>` against the replicas' tables; resolves once it has exited 0, with the time it did. */
-  const cronguard = async (...args: string[]): Promise<number> => {
-    const result = await runProcess(process.execPath, [bin, ...args, '--database', url, '--table-prefix', prefix], repoRoot);
-    expect(result.code, describeResult(`cronguard ${args.join(' ')}`, result)).toBe(0);
-    return Date.now();
-  };
-  return { url, prefix, replicas, cronguard };
+function startReplicas(target: DialectTarget, mode: 'ok' | 'fail', pollInterval: string, runForMs: number) {
+  return startReplicaGroup<Message>(target, 'controlled-replica.ts', 3, [mode, pollInterval, String(runForMs)]);
 }
 
 function runsOf(replicas: Worker<Message>[]): Ran[] {

@@ -1,20 +1,19 @@
 // "Run now" (guard.trigger) for the jobs that guard.schedule does not run, across OS processes on
 // every dialect: tasks of a node-cron coordinator and @GuardedCron methods of a Nest app, on a
 // yearly schedule (no fire during the test), triggered by the `cronguard` command from another process.
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
+import { dialectTargets, type DialectTarget } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
-import { startWorker, type Worker } from './support/processes.js';
-import { assertBuilt, describeResult, repoRoot, runProcess } from './support/run-process.js';
+import type { Worker } from './support/processes.js';
+import { startReplicaGroup } from './support/replica-group.js';
+import { assertBuilt } from './support/run-process.js';
 
 type Message =
   | { type: 'ready' | 'exiting' | 'task-stopped'; pid: number }
   | { type: 'ran'; pid: number; runId: string | null; slot: string | null; reason?: string | null };
 type Ran = Extract<Message, { type: 'ran' }>;
 
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 /** Every replica looks for requests this often (PostgreSQL hears of them at once too). */
 const POLL = '1s';
 /** How soon a triggered run starts: the poll, plus a busy machine's delays. */
@@ -22,19 +21,8 @@ const BOUND_MS = 4_000;
 
 beforeAll(() => assertBuilt());
 
-async function startReplicas(target: DialectTarget, fixture: string, count: number) {
-  const url = databaseUrl(target);
-  const prefix = uniquePrefix();
-  await guardOn(url, prefix).guard.migrate();
-  const replicas = Array.from({ length: count }, () => startWorker<Message>(fixture, [url, prefix, POLL]));
-  await Promise.all(replicas.map((replica) => replica.next('ready')));
-  /** Runs `cronguard <args>` against the replicas' tables; resolves once it has exited 0, with the time it did. */
-  const cronguard = async (...args: string[]): Promise<number> => {
-    const result = await runProcess(process.execPath, [bin, ...args, '--database', url, '--table-prefix', prefix], repoRoot);
-    expect(result.code, describeResult(`cronguard ${args.join(' ')}`, result)).toBe(0);
-    return Date.now();
-  };
-  return { url, prefix, replicas, cronguard };
+function startReplicas(target: DialectTarget, fixture: string, count: number) {
+  return startReplicaGroup<Message>(target, fixture, count, [POLL]);
 }
 
 function runsOf(replicas: Worker<Message>[]): Ran[] {
