@@ -67,8 +67,8 @@ export function diagnose(job: string, runs: readonly RunRecord[], now: Date): Ru
   );
 }
 
-/** A problem the slot ledger shows, and what to do about it. */
-export interface SlotProblem {
+/** A problem the page shows (the slot ledger's or doctor's), and what to do about it. */
+export interface ProblemWithFix {
   readonly problem: string;
   readonly fix: string;
 }
@@ -77,11 +77,11 @@ export interface SlotProblem {
  * The slot ledger's problems among the slots a strip shows (no read of their own), as `cronguard
  * doctor` reports them over the last day: slots no replica ran, and slots that started late.
  */
-export function slotProblems(job: string, slots: readonly LedgerSlot[]): SlotProblem[] {
+export function slotProblems(job: string, slots: readonly LedgerSlot[]): ProblemWithFix[] {
   const count = (outcome: LedgerSlot['outcome']): number => slots.filter((entry) => entry.outcome === outcome).length;
   const missed = count('missed');
   const late = count('late');
-  const problems: SlotProblem[] = [];
+  const problems: ProblemWithFix[] = [];
   if (missed > 0) {
     problems.push({
       problem: `${missed} of its last ${slots.length} slot(s) missed: no replica ran them`,
@@ -98,13 +98,9 @@ export function slotProblems(job: string, slots: readonly LedgerSlot[]): SlotPro
 }
 
 /** What to do about each of doctor's problems, and the slot ledger's. */
-export function problemList(diagnosis: RunsDiagnosis, ledgerProblems: readonly SlotProblem[] = []): Html {
-  const ledgerItems = ledgerProblems.map(
-    ({ problem, fix }) => html`<li><span class="problem">⚠ ${problem}</span><br /><span class="fix">Fix: ${fix}</span></li>`,
-  );
-  if (diagnosis.problems.length === 0 && ledgerItems.length === 0) return html`<p>No problem found.</p>`;
+export function problemList(diagnosis: RunsDiagnosis, ledgerProblems: readonly ProblemWithFix[] = []): Html {
   const suggested = diagnosis.suggestedLockAtMostForMs;
-  const items = diagnosis.problems.map((problem) => {
+  const doctorProblems = diagnosis.problems.map((problem): ProblemWithFix => {
     let fix = 'see docs/operations in the README';
     if (/lockAtMostFor|overran/.test(problem)) {
       fix = suggested === null ? 'raise lockAtMostFor above the longest run' : `raise lockAtMostFor to about ${formatDuration(suggested)}`;
@@ -115,9 +111,11 @@ export function problemList(diagnosis: RunsDiagnosis, ledgerProblems: readonly S
     } else if (problem.includes('before its time')) {
       fix = "sync the replicas' clocks with NTP";
     }
-    return html`<li><span class="problem">⚠ ${problem}</span><br /><span class="fix">Fix: ${fix}</span></li>`;
+    return { problem, fix };
   });
+  const problems = [...ledgerProblems, ...doctorProblems];
+  if (problems.length === 0) return html`<p>No problem found.</p>`;
   return html`<ul>
-    ${ledgerItems}${items}
+    ${problems.map(({ problem, fix }) => html`<li><span class="problem">⚠ ${problem}</span><br /><span class="fix">Fix: ${fix}</span></li>`)}
   </ul>`;
 }
