@@ -52,6 +52,13 @@ export interface BatchedAcquire {
   readonly request: AcquireRequest;
 }
 
+/** One execution's release in a batch (`LockStore.releaseMany`): its job, token and outcome. */
+export interface BatchedRelease {
+  readonly job: ResolvedJob;
+  readonly token: string;
+  readonly outcome: RunOutcome;
+}
+
 /**
  * `slot-done`: the lock was free, but this slot (or a later one) already ran. `paused`: an operator
  * paused the job (`guard.pause`), and the pause has not lifted.
@@ -108,6 +115,15 @@ export interface LockStore {
    * expired and someone else took it (the run is then recorded as `overran`).
    */
   release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean>;
+  /**
+   * Optional: several releases at once, each exactly as `release` would (matched by its own token,
+   * keeping its own lockAtLeastFor, finishing its own run row with its own outcome and `overran`),
+   * in fewer round trips. Answers in the order given. The guard passes two or more releases of
+   * distinct job names that ended in the same turn of the event loop (core/acquire-batch.ts). A
+   * rejection means the batch released nothing (one statement or one transaction, rolled back);
+   * the guard then retries each alone, as after a failed `release`.
+   */
+  releaseMany?(releases: readonly BatchedRelease[]): Promise<boolean[]>;
   /**
    * Moves the lock's expiry to now + `durationMs` (and the run's `lock_until` with it), only while
    * this execution still holds it and it has not expired. False when no row matched: the lock

@@ -41,7 +41,8 @@ export async function releaseLock(site: LockSite, held: LockClaim, firstOutcome:
     try {
       const released = await statementAnswer(
         environment.store,
-        environment.store.release(job, runId, outcome),
+        // A first attempt may share a statement with the releases that ended in the same turn; a retry goes alone.
+        site.releases.release(job, runId, outcome, attempt > 0),
         environment.statementTimeoutMs,
       );
       if (released === TIMED_OUT) {

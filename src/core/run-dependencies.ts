@@ -2,6 +2,7 @@ import type { Dialect, LockStore } from './dialect.js';
 import type { GuardEvents } from './events.js';
 import type { ResolvedDefaults } from './job-options.js';
 import type { Logger } from './logger.js';
+import type { ReleaseBatcher } from './acquire-batch.js';
 import type { ReleasedLocks } from './released-locks.js';
 
 /** Calls a job inside its run's context (its OpenTelemetry span), and returns what it returned. */
@@ -38,6 +39,8 @@ export interface LockSite {
   readonly dependencies: RunDependencies;
   /** The jobs whose lock this runner released itself: their next acquire skips the probe. */
   readonly releasedLocks: ReleasedLocks;
+  /** Sends the releases that end in one turn of the event loop together, where the store can. */
+  readonly releases: ReleaseBatcher;
   /**
    * Aborts once shutdown has stopped waiting for work in flight and ends the guard's connections:
    * a release that fails after that is not retried (nor waited for: the process may exit).

@@ -1,4 +1,5 @@
 import { LockAcquirer } from './acquire.js';
+import { ReleaseBatcher } from './acquire-batch.js';
 import { executionStorage } from './current-execution.js';
 import { GuardError, messageOf } from './errors.js';
 import { endingOf, shutdownReason, type JobFunction } from './execute.js';
@@ -63,6 +64,7 @@ export class Runner implements ResolvedJobRunner, LockTaker {
     const site: LockSite = {
       dependencies,
       releasedLocks: this.#releasedLocks,
+      releases: new ReleaseBatcher(dependencies.store),
       stopped: this.#stopped.signal,
       isClosed: () => this.#closed,
       track: (work) => this.#inFlight.track(work),

@@ -58,6 +58,8 @@ export function schemaGatedLockStore(withControls: LockStore, without: LockStore
       return Promise.all(acquires.map(({ job, request }) => store.acquire(job, request)));
     };
   }
+  const { releaseMany } = withControls;
+  if (releaseMany !== undefined) gated.releaseMany = (releases) => releaseMany.call(withControls, releases);
   const { cancelAcquires } = withControls;
   if (cancelAcquires !== undefined) {
     gated.cancelAcquires = async () => {

@@ -1,0 +1,93 @@
+/** How a `TickBatcher` sends what it was given: one item alone, or several together. */
+export interface BatchSender<Item, Answer> {
+  /** Sends one item alone. */
+  one(item: Item): Promise<Answer>;
+  /**
+   * Sends two or more items together, answering in the order given. An answer left `undefined`
+   * sends that item alone. A rejection means the batch applied nothing (one statement, or one
+   * transaction, rolled back).
+   */
+  many(items: readonly Item[]): Promise<readonly (Answer | undefined)[]>;
+  /**
+   * What a failed batch becomes for each of its items: `alone` sends each item alone (so that one
+   * item's failure never fails the others, and each gets its own error); `reject` rejects each
+   * with the batch's error (for a caller that has its own retry).
+   */
+  readonly afterFailure: 'alone' | 'reject';
+}
+
+interface Queued<Item, Answer> {
+  readonly item: Item;
+  resolve(answer: Answer): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Coalesces the items a process hands over in one turn of the event loop into one `many` call.
+ * At a tick, node-cron fires every job due at that second from the same turn (its timers run one
+ * after another in the timers phase, and each fire reaches the store with no I/O in between); the
+ * releases of jobs whose bodies end together come in one turn too. Items wait for the end of that
+ * turn (`setImmediate`, the check phase, which follows without a wait) and go together: one
+ * statement for N jobs instead of N, on one pooled connection. Nothing waits for a timer: an item
+ * alone in its turn goes alone (`one`) at the end of that turn. Two items with the same key (a
+ * job name) never share a batch: the second goes alone.
+ */
+export class TickBatcher<Item, Answer> {
+  readonly #sender: BatchSender<Item, Answer>;
+  #queued: Queued<Item, Answer>[] = [];
+  readonly #keys = new Set<string>();
+
+  constructor(sender: BatchSender<Item, Answer>) {
+    this.#sender = sender;
+  }
+
+  /** The answer to `item`, sent alone or in the batch of its turn of the event loop. */
+  send(item: Item, key: string): Promise<Answer> {
+    if (this.#keys.has(key)) return this.#alone(item);
+    return new Promise<Answer>((resolve, reject) => {
+      if (this.#queued.length === 0) setImmediate(() => this.#flush());
+      this.#queued.push({ item, resolve, reject });
+      this.#keys.add(key);
+    });
+  }
+
+  #flush(): void {
+    const batch = this.#queued;
+    this.#queued = [];
+    this.#keys.clear();
+    const [only] = batch;
+    if (batch.length === 1 && only !== undefined) {
+      this.#alone(only.item).then(only.resolve, only.reject);
+      return;
+    }
+    let answering: Promise<readonly (Answer | undefined)[]>;
+    try {
+      answering = this.#sender.many(batch.map(({ item }) => item));
+    } catch (error) {
+      answering = Promise.reject(error as Error);
+    }
+    void answering.then(
+      (answers) => {
+        batch.forEach((queued, index) => {
+          const answer = answers[index];
+          if (answer === undefined) this.#alone(queued.item).then(queued.resolve, queued.reject);
+          else queued.resolve(answer);
+        });
+      },
+      (error: unknown) => {
+        for (const queued of batch) {
+          if (this.#sender.afterFailure === 'reject') queued.reject(error);
+          else this.#alone(queued.item).then(queued.resolve, queued.reject);
+        }
+      },
+    );
+  }
+
+  #alone(item: Item): Promise<Answer> {
+    try {
+      return this.#sender.one(item);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+}
