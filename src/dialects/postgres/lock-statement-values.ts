@@ -44,3 +44,12 @@ export interface BatchTakeValues extends BatchProbeValues {
   readonly lockedBy: string[];
   readonly lockTimeout: string;
 }
+
+/** The batch release (batch-release.ts): `ReleaseValues` as arrays, one element per release, in the same order. */
+export interface BatchReleaseValues {
+  readonly names: string[];
+  readonly tokens: string[];
+  readonly lockAtLeastForMs: number[];
+  readonly statuses: RunOutcome['status'][];
+  readonly errors: (string | null)[];
+}

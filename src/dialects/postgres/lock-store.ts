@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { batchAcquirer } from './batch-acquire.js';
+import { batchReleaser } from './batch-release.js';
 import { isPostgresSerializationFailure as isSerializationFailure } from './driver-errors.js';
 import { statementRunner } from './statement-runner.js';
 import { namedStatement } from '../common/named-parameters.js';
@@ -257,6 +258,8 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, now(), now(), 0, :lockAtMost
       }
     },
     acquireMany,
+    // The releases that end in one turn together (core/acquire-batch.ts): the release over arrays.
+    releaseMany: batchReleaser({ query, locks, runs, history }),
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       // Without history, :status and :error are not in the statement, nor in its parameters
       // (PostgreSQL cannot type a parameter it never sees).
