@@ -8,7 +8,7 @@ import type { Logger } from '../core/logger.js';
 import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
 import type { ScheduleStore } from './job-schedules.js';
 import { readPauseIntervals } from './pause-reads.js';
-import { toDate } from './run-record.js';
+import { PreviousRunReader } from './previous-runs.js';
 import { DECLARE_EVERY_MS } from './slots.js';
 
 /** A schedule this guard runs a job on. */
@@ -54,11 +54,13 @@ export class SlotWatch {
   readonly #parts: SlotWatchParts;
   readonly #watched = new Map<string, Watched>();
   readonly #runs: ReturnType<typeof sql.raw>;
+  readonly #previousRuns: PreviousRunReader;
   #declareFailed = false;
 
   constructor(parts: SlotWatchParts) {
     this.#parts = parts;
     this.#runs = sql.raw(quotedTable(parts.tables, 'runs', parts.dialect.quote));
+    this.#previousRuns = new PreviousRunReader(parts.db, parts.dialect, this.#runs);
   }
 
   /** Declares a job's schedule now and every hour while the guard runs; a changed schedule is updated. */
@@ -162,53 +164,25 @@ export class SlotWatch {
   }
 
   /**
-   * The newest run of the job with a slot before this one (the (job_name, slot) index, newest
-   * first, one row): the slots between them that its lock did not cover went unrun.
+   * The newest run of the job with a slot before this one (one read for the wins of a tick,
+   * previous-runs.ts): the slots between them that its lock did not cover went unrun.
    */
   async #findGap(schedule: WatchedSchedule, runId: string, slot: Date): Promise<void> {
     const { db, dialect, events, logger } = this.#parts;
-    const reads = dialect.reads;
-    const columns = sql.raw(
-      [
-        `${reads.time('slot')} AS slot`,
-        'status',
-        `${reads.time('started_at')} AS started_at`,
-        `${reads.time('finished_at')} AS finished_at`,
-        `${reads.time('lock_until')} AS lock_until`,
-      ].join(', '),
-    );
-    const { rows } = await sql<{
-      slot: Date | string;
-      status: string;
-      started_at: Date | string;
-      finished_at: Date | string | null;
-      lock_until: Date | string | null;
-    }>`
-      SELECT ${columns} FROM ${this.#runs}
-       WHERE job_name = ${schedule.name} AND slot < ${reads.timeParameter(slot)} AND status <> 'skipped'
-       ORDER BY slot DESC LIMIT 1`.execute(db);
-    const row = rows[0];
+    const run = await this.#previousRuns.previousRun(schedule.name, slot);
     // A job's first run has nothing before it to have missed.
-    if (row === undefined) return;
-    const previous = toDate(row.slot);
+    if (run === null) return;
+    const previous = run.slot;
     const gap = expectedSlots(schedule.cron, new Date(previous.getTime() + 1), slot);
     if (gap.slots.length === 0) return;
-    const run = {
-      id: 'previous',
-      slot: previous,
-      status: row.status,
-      startedAt: toDate(row.started_at),
-      finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
-      lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
-      catchUp: false,
-    };
-    const unrun = slotLedger([previous, ...gap.slots], slot, [run], schedule.lockAtLeastForMs).filter(
+    const runs = [{ ...run, id: 'previous', catchUp: false }];
+    const unrun = slotLedger([previous, ...gap.slots], slot, runs, schedule.lockAtLeastForMs).filter(
       (entry) => entry.outcome === 'missed',
     );
     if (unrun.length === 0) return;
     // Slots that fell while the job was paused were not missed: one more read, only when a gap was found.
     const pauses = await readPauseIntervals(db, dialect, this.#parts.tables, schedule.name, previous, slot);
-    const missed = slotLedger([previous, ...gap.slots], slot, [run], schedule.lockAtLeastForMs, pauses)
+    const missed = slotLedger([previous, ...gap.slots], slot, runs, schedule.lockAtLeastForMs, pauses)
       .filter((entry) => entry.outcome === 'missed')
       .map((entry) => entry.slot);
     if (missed.length === 0) return;
