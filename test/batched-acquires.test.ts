@@ -106,14 +106,15 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
     const raw = await openRaw('postgres', url);
     const admin = await openRaw('postgres', url);
     try {
-      // Both rows exist and are free (released by their runs).
-      for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+      // The rows exist and are free (released by their runs).
+      for (const name of ['first', 'a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
       // Another session writes row a (a late release, an operator's control) and has not committed.
       await raw.exec('BEGIN');
       await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
-      // A second guard (it has not released these locks itself, so both go through the batch's probe and take).
+      // A second guard (it has not released these locks itself): the first acquire of the turn goes
+      // at once, alone; a and b go through the batch's probe and take.
       const other = guardOn(url, prefix).guard;
-      const both = Promise.all(['a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
+      const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
       // Watched from a connection of its own: pg_stat_activity is read once per transaction.
       await expect
         .poll(
@@ -125,6 +126,7 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
         .toBe(1);
       await raw.exec('COMMIT');
       expect(await both).toEqual([
+        { executed: true, value: 'first' },
         { executed: true, value: 'a' },
         { executed: true, value: 'b' },
       ]);

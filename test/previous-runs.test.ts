@@ -44,10 +44,11 @@ describe.each(dialectTargets())('the previous runs of the wins of one tick on $n
           { slot: slot(1).getTime(), status: 'failed' },
           null,
           null,
-          // A second question about one job goes alone (its own statement), with its own answer.
+          // A second question about one job in the turn, with its own answer.
           { slot: slot(1).getTime(), status: 'succeeded' },
         ]);
         expect(answers[0]?.finishedAt).toBeInstanceOf(Date);
+        // The first question at once, the four that follow it in the turn together.
         expect(log).toHaveLength(2);
         // Alone, one question is one statement too.
         log.length = 0;

@@ -176,9 +176,7 @@ export class SlotWatch {
     const gap = expectedSlots(schedule.cron, new Date(previous.getTime() + 1), slot);
     if (gap.slots.length === 0) return;
     const runs = [{ ...run, id: 'previous', catchUp: false }];
-    const unrun = slotLedger([previous, ...gap.slots], slot, runs, schedule.lockAtLeastForMs).filter(
-      (entry) => entry.outcome === 'missed',
-    );
+    const unrun = slotLedger([previous, ...gap.slots], slot, runs, schedule.lockAtLeastForMs).filter((entry) => entry.outcome === 'missed');
     if (unrun.length === 0) return;
     // Slots that fell while the job was paused were not missed: one more read, only when a gap was found.
     const pauses = await readPauseIntervals(db, dialect, this.#parts.tables, schedule.name, previous, slot);

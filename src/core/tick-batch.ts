@@ -23,19 +23,22 @@ interface Queued<Item, Answer> {
 }
 
 /**
- * Coalesces the items a process hands over in one turn of the event loop into one `many` call.
- * At a tick, node-cron fires every job due at that second from the same turn (its timers run one
- * after another in the timers phase, and each fire reaches the store with no I/O in between); the
- * releases of jobs whose bodies end together come in one turn too. Items wait for the end of that
- * turn (`setImmediate`, the check phase, which follows without a wait) and go together: one
- * statement for N jobs instead of N, on one pooled connection. Nothing waits for a timer: an item
- * alone in its turn goes alone (`one`) at the end of that turn. Two items with the same key (a
- * job name) never share a batch: the second goes alone.
+ * Coalesces the items a process hands over in one turn of the event loop. At a tick, node-cron
+ * fires every job due at that second from the same turn (its timers run one after another in the
+ * timers phase, and each fire reaches the store with no I/O in between); the releases of jobs whose
+ * bodies end together come in one turn too. The first item of a turn goes at once, alone (`one`):
+ * a lone item (a single job's acquire, a `guard.run` in a loop) costs what it cost without
+ * batching, and waits for nothing. The items that follow it in the same turn wait for the end of
+ * that turn (`setImmediate`, the check phase, which follows without a wait) and go together, one
+ * `many` call for all of them (or `one`, for a single follower). So a tick of N jobs costs two sends
+ * whatever N. Two followers with the same key (a job name) never share a batch: the second goes alone.
  */
 export class TickBatcher<Item, Answer> {
   readonly #sender: BatchSender<Item, Answer>;
   #queued: Queued<Item, Answer>[] = [];
   readonly #keys = new Set<string>();
+  /** Whether an item went out in this turn of the event loop already: the next ones wait for its end. */
+  #turnStarted = false;
 
   constructor(sender: BatchSender<Item, Answer>) {
     this.#sender = sender;
@@ -43,18 +46,24 @@ export class TickBatcher<Item, Answer> {
 
   /** The answer to `item`, sent alone or in the batch of its turn of the event loop. */
   send(item: Item, key: string): Promise<Answer> {
+    if (!this.#turnStarted) {
+      this.#turnStarted = true;
+      setImmediate(() => this.#flush());
+      return this.#alone(item);
+    }
     if (this.#keys.has(key)) return this.#alone(item);
     return new Promise<Answer>((resolve, reject) => {
-      if (this.#queued.length === 0) setImmediate(() => this.#flush());
       this.#queued.push({ item, resolve, reject });
       this.#keys.add(key);
     });
   }
 
   #flush(): void {
+    this.#turnStarted = false;
     const batch = this.#queued;
     this.#queued = [];
     this.#keys.clear();
+    if (batch.length === 0) return;
     const [only] = batch;
     if (batch.length === 1 && only !== undefined) {
       this.#alone(only.item).then(only.resolve, only.reject);

@@ -18,7 +18,12 @@ export interface BatchReleaseParts {
  * element per release: each lock matched by its own token and kept for its own lockAtLeastFor, each
  * run finished with its own outcome, each answered released or not (the lock was lost).
  */
-export function batchReleaser({ query, locks, runs, history }: BatchReleaseParts): (releases: readonly BatchedRelease[]) => Promise<boolean[]> {
+export function batchReleaser({
+  query,
+  locks,
+  runs,
+  history,
+}: BatchReleaseParts): (releases: readonly BatchedRelease[]) => Promise<boolean[]> {
   // `mine` locks the rows still held by these tokens in name order before the UPDATE writes them:
   // the batch takes of batch-acquire.ts lock theirs in name order too, so a release and a take that
   // both want two rows (a holder that overran while another replica takes its expired lock) never
