@@ -14,7 +14,7 @@ import { findMariadbd, startMariadb, startPostgres, type RunningDatabase } from 
 import { openDriver } from './drivers.js';
 import { capacityLines } from './capacity.js';
 import { historyPage, historyPageLines, type HistoryPageFigure } from './history-page.js';
-import { contention, type ContentionFigure } from './contention.js';
+import { contention, contentionLines, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } from './figures.js';
 import { missesLines } from './misses.js';
 import { ratio, us, type Summary } from './measure.js';
@@ -75,7 +75,13 @@ const historyRows = { full: 1_000_000, quick: 100_000, smoke: 10_000 }[mode];
 const out = values.out ?? (mode === 'smoke' ? join(mkdtempSync(join(tmpdir(), 'cronguard-bench-')), 'BENCHMARKS.md') : 'BENCHMARKS.md');
 
 const servers: RunningDatabase[] = [];
-const results: { dialect: DialectName; version: string; figures: DialectFigures; contention: ContentionFigure }[] = [];
+const results: {
+  dialect: DialectName;
+  version: string;
+  figures: DialectFigures;
+  contention: ContentionFigure;
+  tickContention: ContentionFigure;
+}[] = [];
 let memory: { pinned: MemoryFigure; adaptive: MemoryFigure } | undefined;
 let ticks: TickLatencyFigure | undefined;
 let history: HistoryPageFigure | undefined;
@@ -101,7 +107,8 @@ try {
       const version = await serverVersion(driver.kysely, dialect);
       const figures = await measureDialect(driver, iterations);
       console.error(`cronguard bench: ${dialect}, contention…`);
-      results.push({ dialect, version, figures, contention: await contention(url, ...contentionSize) });
+      const oneAtATime = await contention(url, ...contentionSize);
+      results.push({ dialect, version, figures, contention: oneAtATime, tickContention: await contention(url, ...contentionSize, true) });
     } finally {
       await driver.close();
     }
@@ -222,21 +229,7 @@ function report(): string {
       );
     }),
     '',
-    '## 5. Contention',
-    '',
-    `${contentionSize[0]} OS processes × ${contentionSize[1]} contenders (each its own pool) race for every (job, slot) lock, ` +
-      `${contentionSize[2]} job names × ${contentionSize[3]} slots, each process in the same order. Every lock must have exactly one winner. ` +
-      (contentionSize[3] < 1_000
-        ? '(The issue asks for 100 names × 1,000 slots: `npm run bench -- --long`, about 25 minutes here; this size keeps the bench under 10 minutes.)'
-        : "(The issue's size, from `npm run bench -- --long`.)"),
-    '',
-    '| dialect | decisions per second | locks | with exactly one winner | errors |',
-    '| --- | --- | --- | --- | --- |',
-    ...results.map(
-      (r) =>
-        `| ${r.dialect} | ${Math.round(r.contention.decisionsPerSecond)} | ${r.contention.locks} | ${r.contention.exactlyOneWinner} (${verdict(r.contention.exactlyOneWinner === r.contention.locks)}) | ${r.contention.errors} |`,
-    ),
-    '',
+    ...contentionLines(results, contentionSize),
     '## 6. Library overhead: `guard.run` against the same SQL text sent straight through the driver',
     '',
     "The win path's statements, captured from the guard and replayed through the pool (better-sqlite3: prepared once). Target ≤ 1.15×.",
