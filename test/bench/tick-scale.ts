@@ -196,7 +196,7 @@ export function tickScaleLines(points: readonly ScalePoint[]): string[] {
       "Statements: the calls each replica's database driver was asked to make during the measured seconds (pg `Client#query`, " +
       'mysql2 `Connection#query`/`#execute`, better-sqlite3 statement runs and `exec`, `BEGIN`/`COMMIT` included), wrapped in the ' +
       'replica process, per tick: every statement the guard sends, background work included; beside it, the runs each replica won per ' +
-      'tick (each sends its own release). Target (issue #19): cronguard p99 within ' +
+      'tick (the releases of the runs that end together go together, where the dialect batches them). Target (issue #19): cronguard p99 within ' +
       "node-cron's p99 + 5 ms at N = 100; statements per replica per tick independent of N.",
     '',
     '| dialect | jobs | cronguard p50 / p99 | node-cron p50 / p99 | missed | duplicates | statements per replica per tick (mean / max) | runs won per replica per tick (mean / max) | p99 target | errors |',
