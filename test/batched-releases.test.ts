@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createGuard } from '../src/index.js';
 import { dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { openRaw } from './support/raw-database.js';
 
 describe.each(dialectTargets())('releases ending together on $name', (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
@@ -110,6 +111,47 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('release
     } finally {
       await guard.close();
       await pool.end();
+    }
+  });
+
+  it("releases the other jobs of the turn when one job's part of the batch fails", async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(postgres as NonNullable<typeof postgres>);
+    const other = guardOn(url, prefix).guard;
+    const raw = await openRaw('postgres', url);
+    try {
+      // The database refuses to finish the run of one job: the batch's release fails as a whole, rolled back.
+      await raw.exec(`CREATE FUNCTION ${prefix}refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+        CREATE TRIGGER ${prefix}refuse BEFORE UPDATE ON ${prefix}runs
+          FOR EACH ROW WHEN (NEW.job_name = 'bad' AND NEW.finished_at IS NOT NULL) EXECUTE FUNCTION ${prefix}refuse();`);
+      const names = ['first', 'good-0', 'bad', 'good-1'];
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let started = 0;
+      const runs = Promise.all(
+        names.map((name) =>
+          guard.run({ name, lockAtMostFor: '1m' }, async () => {
+            started += 1;
+            await gate;
+            return name;
+          }),
+        ),
+      );
+      await expect.poll(() => started).toBe(names.length);
+      open();
+      expect(await runs).toEqual(names.map((name) => ({ executed: true, value: name })));
+      // Each good job was released alone after the batch failed, with its run finished.
+      for (const name of ['first', 'good-0', 'good-1']) {
+        expect(await other.run({ name, lockAtMostFor: '1m' }, () => 'next'), name).toEqual({ executed: true, value: 'next' });
+      }
+      const { runs: history } = await guard.history({ limit: 50 });
+      expect(history.filter((run) => run.job.startsWith('good') && run.status === 'succeeded')).toHaveLength(4);
+      // The bad one failed alone, after its own retries, and said so; its lock is still held.
+      expect(logger.errors.join('\n')).toContain('Releasing the lock of job "bad" failed');
+      expect(logger.errors.join('\n')).not.toMatch(/job "(first|good-0|good-1)"/);
+      expect(await other.run({ name: 'bad', lockAtMostFor: '1m' }, () => 'next')).toEqual({ executed: false, reason: 'locked' });
+    } finally {
+      await raw.close();
     }
   });
 });
