@@ -5,9 +5,6 @@
 // each replica's driver is asked to send per tick (see tick-scale-worker.ts): the target is a
 // count that does not grow with N.
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { DialectName } from '../../src/index.js';
@@ -209,23 +206,4 @@ export function tickScaleLines(points: readonly ScalePoint[]): string[] {
     ),
     '',
   ];
-}
-
-/** `npm run bench -- --only scale`: this figure alone, on databases of its own, its table printed (no file written). */
-export async function tickScaleAlone(size: TickScaleSize, dialects: readonly string[] | undefined): Promise<void> {
-  const { findMariadbd, startMariadb, startPostgres } = await import('../setup/databases.js');
-  const wanted = (dialect: DialectName): boolean => dialects === undefined || dialects.includes(dialect);
-  const sqliteDir = mkdtempSync(join(tmpdir(), 'cronguard-bench-scale-'));
-  const postgres = wanted('postgres') ? await startPostgres() : undefined;
-  const mariadb = wanted('mysql') && findMariadbd() !== undefined ? await startMariadb() : undefined;
-  try {
-    const targets: [DialectName, string][] = [
-      ...(wanted('sqlite') ? [['sqlite', `sqlite:${join(sqliteDir, 'scale.sqlite')}`] as [DialectName, string]] : []),
-      ...(postgres === undefined ? [] : [['postgres', postgres.url] as [DialectName, string]]),
-      ...(mariadb === undefined ? [] : [['mysql', mariadb.url] as [DialectName, string]]),
-    ];
-    console.log(tickScaleLines(await tickScale(targets, size)).join('\n'));
-  } finally {
-    await Promise.all([postgres?.stop(), mariadb?.stop()]);
-  }
 }
