@@ -14,8 +14,12 @@ export async function openConnections(db: Kysely<unknown>, connections: number):
 const LEAD_MS = 1_000;
 /** Only a fire this long after the previous one is warmed for: a pool idle that long may have closed its connections. */
 const QUIET_MS = 5_000;
-/** At most this many connections are opened: the size of the pool a guard opens itself. */
-const MAX_CONNECTIONS = 10;
+/**
+ * At most this many connections are opened, whatever the number of runs due: the statements a tick
+ * sends at once. The first acquire of a tick goes alone and the others together (core/tick-batch.ts),
+ * and so do the releases and the slot ledger's reads after the wins: three at a time at most.
+ */
+const TICK_CONNECTIONS = 3;
 /**
  * While fires come less than QUIET_MS apart, the next fires are looked at no more often than this:
  * node-cron computes a task's next fire in about 50 µs, so a thousand once-a-second tasks would
@@ -72,8 +76,9 @@ export class ConnectionWarmUp {
     }
     if (fires.length === 0) return;
     const quiet = next - this.#lastFireAt >= QUIET_MS;
-    // The runs of tasks that fire together (within the lead) need a connection each.
-    const due = Math.min(MAX_CONNECTIONS, fires.filter((at) => at - next < LEAD_MS).length);
+    // The runs of tasks that fire together (within the lead) need a connection each, up to the
+    // statements a tick sends at once.
+    const due = Math.min(TICK_CONNECTIONS, fires.filter((at) => at - next < LEAD_MS).length);
     // `next` fired: no later fire can be quiet unless it comes QUIET_MS after this one (a busy
     // schedule may have fired again since: counting from `next` can only warm up once too often).
     const afterFire = (): void => {
