@@ -1,0 +1,123 @@
+// MySQL/MariaDB's acquireMany and releaseMany (issue 19): the acquires and releases a replica starts
+// in one turn of the event loop cost a number of statements that does not grow with the number of
+// jobs; one job's refused part fails that job alone (the batch is one transaction, rolled back);
+// the batch's take waits, as a one-job take does, for a free row another session is writing.
+import type { CompiledQuery } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { createGuard, type Guard } from '../src/index.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { guardOn, migratedGuard, recordingLogger } from './support/guards.js';
+import { loggedKysely } from './support/logged-kysely.js';
+import { openRaw } from './support/raw-database.js';
+
+const mysql = dialectTargets().find((target) => target.name === 'mysql');
+const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
+const SLOT_2 = new Date(Date.UTC(2030, 0, 1, 0, 2));
+
+describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on mysql', () => {
+  const target = mysql as NonNullable<typeof mysql>;
+
+  it('sends the acquires and releases of one tick in as many statements for 12 jobs as for 3', async () => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const log: CompiledQuery[] = [];
+    // The guard's statements, through a Kysely instance passed in (strings go as bytes there).
+    const kysely = loggedKysely(target, url, log);
+    const logger = recordingLogger();
+    const guard: Guard = createGuard({ database: kysely, tablePrefix: prefix, logger });
+    const other = guardOn(url, prefix).guard;
+    try {
+      await guard.migrate();
+      // The guard's first run also checks the schema and registers the replica: not part of a tick.
+      expect((await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      /** The statements `guard` sends for one tick of `names`, and what each job's run answered. */
+      const tick = async (on: Guard, names: readonly string[], slot: Date, lockAtLeastFor: string | 0 = 0) => {
+        log.splice(0);
+        const results = await Promise.all(names.map((name) => on.run({ name, lockAtMostFor: '1m', lockAtLeastFor, slot }, () => name)));
+        const sent = log.splice(0);
+        return { outcomes: results.map((result) => (result.executed ? 'ran' : result.reason)), statements: sent.length };
+      };
+      const counts = new Map<number, number[]>();
+      for (const size of [3, 12]) {
+        const names = Array.from({ length: size }, (_, index) => `n${size}-${index}`);
+        const ran = names.map(() => 'ran');
+        // First acquire ever (no rows yet: probe, then create), then release.
+        const created = await tick(guard, names, SLOT_1);
+        // The guard released these locks itself: the take goes first, then release.
+        const taken = await tick(guard, names, SLOT_2);
+        // Slot done everywhere: the probe alone answers every job.
+        const done = await tick(guard, names, SLOT_2);
+        expect([created.outcomes, taken.outcomes, done.outcomes]).toEqual([ran, ran, names.map(() => 'slot-done')]);
+        // Another replica holds every lock now (lockAtLeastFor): the probe alone answers again.
+        await tick(other, names, new Date(SLOT_2.getTime() + 60_000), '1m');
+        const held = await tick(guard, names, new Date(SLOT_2.getTime() + 120_000));
+        expect(held.outcomes).toEqual(names.map(() => 'locked'));
+        counts.set(size, [created.statements, taken.statements, done.statements, held.statements]);
+      }
+      expect(counts.get(12)).toEqual(counts.get(3));
+      // A win of the whole tick: the probe (or not), the transaction of the take, and the one of the releases.
+      for (const count of counts.get(3) ?? []) expect(count).toBeLessThanOrEqual(9);
+      expect(logger.warnings).toEqual([]);
+      expect(logger.errors).toEqual([]);
+    } finally {
+      await guard.close();
+      await kysely.destroy();
+    }
+  });
+
+  it("runs the other jobs of a scheduled tick when one job's run row is refused", async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(target);
+    const raw = await openRaw('mysql', url);
+    try {
+      // The database refuses the run row of one job: the batch's transaction fails as a whole,
+      // rolled back, slot watermarks included, and each job then goes alone.
+      await raw.exec(`CREATE TRIGGER ${prefix}refuse BEFORE INSERT ON ${prefix}runs FOR EACH ROW
+        BEGIN IF NEW.job_name = 'bad' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF; END`);
+      const names = ['good-0', 'bad', 'good-1', 'good-2'];
+      const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot: SLOT_1 }, () => name)));
+      expect(results.filter((_, index) => index !== 1)).toEqual([
+        { executed: true, value: 'good-0' },
+        { executed: true, value: 'good-1' },
+        { executed: true, value: 'good-2' },
+      ]);
+      expect(results[1]).toMatchObject({ executed: false, reason: 'error' });
+      expect(results[1]?.executed === false && results[1].reason === 'error' ? results[1].error.code : undefined).toBe('ACQUIRE_FAILED');
+      expect(logger.errors.join('\n')).toContain('refused by the test');
+      // Nothing of the failed job's attempt holds its lock: the next slot runs.
+      await raw.exec(`DROP TRIGGER ${prefix}refuse`);
+      expect(await guard.run({ name: 'bad', lockAtMostFor: '1m', slot: SLOT_2 }, () => 'now')).toEqual({ executed: true, value: 'now' });
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('waits, as a one-job take does, for a free row another session is writing, and takes it once that session is done', async () => {
+    const { guard, url, prefix } = await migratedGuard(target);
+    const raw = await openRaw('mysql', url);
+    const admin = await openRaw('mysql', url);
+    try {
+      // Both rows exist and are free (released by their runs).
+      for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+      // A second guard (it has not released these locks itself, so both go through the batch's
+      // probe and take), past its first run's schema check and replica registration.
+      const other = guardOn(url, prefix).guard;
+      expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      // Another session writes row a (a late release, an operator's control) and has not committed.
+      await raw.exec('START TRANSACTION');
+      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
+      const both = Promise.all(['a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
+      // The batch's take (its UPDATE chooses each row's values by name) is on the server, and
+      // cannot finish while row a is locked: it waits. (MariaDB's innodb_trx shows such a wait late.)
+      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'UPDATE %CASE name WHEN%' AND info LIKE ?`;
+      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await raw.exec('COMMIT');
+      expect(await both).toEqual([
+        { executed: true, value: 'a' },
+        { executed: true, value: 'b' },
+      ]);
+    } finally {
+      await raw.close();
+      await admin.close();
+    }
+  });
+});
