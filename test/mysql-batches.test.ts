@@ -120,4 +120,39 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       await admin.close();
     }
   });
+
+  it("lets shutdown cut a batch's take waiting on a row lock, and the batch then takes none of its rows", async () => {
+    const { guard, url, prefix } = await migratedGuard(target);
+    const raw = await openRaw('mysql', url);
+    const admin = await openRaw('mysql', url);
+    try {
+      for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+      const other = guardOn(url, prefix, { acquireTimeout: '10s' }).guard;
+      expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      await raw.exec('START TRANSACTION');
+      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
+      let ran = 0;
+      const both = Promise.all(['a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => void (ran += 1))));
+      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'UPDATE %CASE name WHEN%' AND info LIKE ?`;
+      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await other.shutdown({ timeout: '1s' });
+      expect(await both).toEqual([
+        expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
+        expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
+      ]);
+      await raw.exec('COMMIT');
+      // The cut take rolled back with its transaction: row b, which it could have taken at once, is free too.
+      expect(ran).toBe(0);
+      const rows = await raw.query<{ name: string; token: string | null }>(
+        `SELECT CONVERT(name USING utf8mb4) AS name, token FROM ${prefix}locks WHERE name IN ('a', 'b') ORDER BY name`,
+      );
+      expect(rows).toEqual([
+        { name: 'a', token: null },
+        { name: 'b', token: null },
+      ]);
+    } finally {
+      await raw.close();
+      await admin.close();
+    }
+  });
 });
