@@ -1,7 +1,8 @@
 // MySQL/MariaDB's acquireMany and releaseMany (issue 19): the acquires and releases a replica starts
 // in one turn of the event loop cost a number of statements that does not grow with the number of
-// jobs; one job's refused part fails that job alone (the batch is one transaction, rolled back);
-// the batch's take waits, as a one-job take does, for a free row another session is writing.
+// jobs; one job's refused part (its run row, its release) fails that job alone (the batch is one
+// transaction, rolled back); the batch's take waits, as a one-job take does, for a free row another
+// session is writing, and shutdown can cut it there.
 import type { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
@@ -88,6 +89,46 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       // Nothing of the failed job's attempt holds its lock: the next slot runs.
       await raw.exec(`DROP TRIGGER ${prefix}refuse`);
       expect(await guard.run({ name: 'bad', lockAtMostFor: '1m', slot: SLOT_2 }, () => 'now')).toEqual({ executed: true, value: 'now' });
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it("releases the other jobs of the turn when one job's part of the batched release fails", async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(target);
+    const other = guardOn(url, prefix).guard;
+    const raw = await openRaw('mysql', url);
+    try {
+      // The database refuses to finish the run of one job: the batch's transaction fails as a
+      // whole, rolled back (the locks it had read FOR UPDATE and released included).
+      await raw.exec(`CREATE TRIGGER ${prefix}refuse BEFORE UPDATE ON ${prefix}runs FOR EACH ROW
+        BEGIN IF NEW.job_name = 'bad' AND NEW.finished_at IS NOT NULL THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF; END`);
+      const names = ['first', 'good-0', 'bad', 'good-1'];
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let started = 0;
+      const runs = Promise.all(
+        names.map((name) =>
+          guard.run({ name, lockAtMostFor: '1m' }, async () => {
+            started += 1;
+            await gate;
+            return name;
+          }),
+        ),
+      );
+      await expect.poll(() => started).toBe(names.length);
+      open();
+      expect(await runs).toEqual(names.map((name) => ({ executed: true, value: name })));
+      // Each good job was released alone after the batch failed, with its run finished.
+      for (const name of ['first', 'good-0', 'good-1']) {
+        expect(await other.run({ name, lockAtMostFor: '1m' }, () => 'next'), name).toEqual({ executed: true, value: 'next' });
+      }
+      const { runs: history } = await guard.history({ limit: 50 });
+      expect(history.filter((run) => run.job.startsWith('good') && run.status === 'succeeded')).toHaveLength(4);
+      // The bad one failed alone, after its own retries, and said so; its lock is still held.
+      expect(logger.errors.join('\n')).toContain('Releasing the lock of job "bad" failed');
+      expect(logger.errors.join('\n')).not.toMatch(/job "(first|good-0|good-1)"/);
+      expect(await other.run({ name: 'bad', lockAtMostFor: '1m' }, () => 'next')).toEqual({ executed: false, reason: 'locked' });
     } finally {
       await raw.close();
     }
