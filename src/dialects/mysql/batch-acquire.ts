@@ -161,14 +161,11 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     // where a duplicate makes that name a loss (a concurrent creator has it) and any other error
     // still fails the batch. Rare: a job's first acquire ever, on two replicas at once.
     const created: Wanted[] = [];
-    const lost: Wanted[] = [];
-    for (const one of toCreate) {
+    const lost: Wanted[] = toCreate.length === 1 ? [...toCreate] : [];
+    for (const one of toCreate.length === 1 ? [] : toCreate) {
       try {
-        if (toCreate.length === 1) lost.push(one);
-        else {
-          await run(createSql(1), createParameters([one]));
-          created.push(one);
-        }
+        await run(createSql(1), createParameters([one]));
+        created.push(one);
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
         lost.push(one);
