@@ -10,6 +10,9 @@ import { dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
 
+/** A token no execution of the guard has: the lock row of a job "taken by someone else". */
+const OTHER_TOKEN = '00000000-0000-4000-8000-000000000000';
+
 describe.each(dialectTargets())('releases ending together on $name', (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
     it('gives each job its own outcome, lockAtLeastFor and lost-lock answer', async () => {
@@ -60,6 +63,95 @@ describe.each(dialectTargets())('releases ending together on $name', (target) =>
       expect(await other.run({ name: 'kept', lockAtMostFor: '1m' }, () => 'again')).toEqual({ executed: false, reason: 'locked' });
       expect(await other.run({ name: 'free', lockAtMostFor: '1m' }, () => 'again')).toEqual({ executed: true, value: 'again' });
       expect(await other.run({ name: 'fails', lockAtMostFor: '1m' }, () => 'again')).toEqual({ executed: true, value: 'again' });
+    });
+
+    it('tells apart, by its own token, the one lock of the turn another execution holds now: lock-lost for it alone', async () => {
+      const { guard, url, prefix, logger } = await migratedGuard(target);
+      const raw = await openRaw(target.name, url);
+      try {
+        const lockLost: string[] = [];
+        guard.on('lock-lost', ({ job, during }) => void lockLost.push(`${job}:${during}`));
+        const jobs = [
+          { name: 'ok', lockAtMostFor: '1m' },
+          { name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' },
+          { name: 'fails', lockAtMostFor: '1m' },
+          { name: 'lost', lockAtMostFor: '1m' },
+          { name: 'fails-too', lockAtMostFor: '1m', lockAtLeastFor: '1m' },
+        ];
+        let finish!: () => void;
+        const ended = new Promise<void>((resolve) => (finish = resolve));
+        let running = 0;
+        // Every body waits for the same promise: once it resolves, they all end in one turn.
+        const results = Promise.allSettled(
+          jobs.map((job) =>
+            guard.run(job, async (ctx) => {
+              running += 1;
+              await ended;
+              if (job.name.startsWith('fails')) throw new Error(`${job.name}: its own error`);
+              return ctx.runId;
+            }),
+          ),
+        );
+        await expect.poll(() => running).toBe(jobs.length);
+        // Meanwhile another execution took the lock of 'lost' (as after an expiry): its token changed.
+        await raw.query(`UPDATE ${prefix}locks SET token = ? WHERE name = ?`, [OTHER_TOKEN, 'lost']);
+        finish();
+        const settled = await results;
+        expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected']);
+        expect(lockLost).toEqual(['lost:release']);
+        expect(logger.warnings.join('\n')).toContain('lost');
+
+        const { runs } = await guard.history({ limit: 50 });
+        const runOf = (name: string) => runs.find((run) => run.job === name);
+        expect(runOf('ok')).toMatchObject({ status: 'succeeded', error: null, overran: false });
+        expect(runOf('kept')).toMatchObject({ status: 'succeeded', error: null, overran: false });
+        expect(runOf('fails')).toMatchObject({ status: 'failed', error: 'fails: its own error', overran: false });
+        expect(runOf('fails-too')).toMatchObject({ status: 'failed', error: 'fails-too: its own error', overran: false });
+        expect(runOf('lost')).toMatchObject({ status: 'succeeded', error: null, overran: true });
+        for (const run of runs) expect(run.finishedAt, run.job).not.toBeNull();
+
+        // Each lock was given back as its own job asked: at once, or kept for its lockAtLeastFor;
+        // the lost one is left to the execution that holds it now.
+        const other = guardOn(url, prefix).guard;
+        const next = await Promise.all(jobs.map((job) => other.run({ name: job.name, lockAtMostFor: '1m' }, () => 'again')));
+        expect(next.map((result) => (result.executed ? 'ran' : result.reason))).toEqual(['ran', 'locked', 'ran', 'locked', 'locked']);
+        const [lostRow] = await raw.query<{ token: string }>(`SELECT token FROM ${prefix}locks WHERE name = ?`, ['lost']);
+        expect(lostRow?.token).toBe(OTHER_TOKEN);
+      } finally {
+        await raw.close();
+      }
+    });
+
+    it('releases jobs ending together without history, answering each by its own token', async () => {
+      const { guard, url, prefix } = await migratedGuard(target, { history: false });
+      const raw = await openRaw(target.name, url);
+      try {
+        const lockLost: string[] = [];
+        guard.on('lock-lost', ({ job }) => void lockLost.push(job));
+        let finish!: () => void;
+        const ended = new Promise<void>((resolve) => (finish = resolve));
+        let running = 0;
+        const names = ['a', 'b', 'c'];
+        const results = Promise.all(
+          names.map((name) =>
+            guard.run({ name, lockAtMostFor: '1m', lockAtLeastFor: name === 'c' ? '1m' : 0 }, async () => {
+              running += 1;
+              await ended;
+              return name;
+            }),
+          ),
+        );
+        await expect.poll(() => running).toBe(names.length);
+        await raw.query(`UPDATE ${prefix}locks SET token = ? WHERE name = ?`, [OTHER_TOKEN, 'b']);
+        finish();
+        expect((await results).map((result) => result.executed)).toEqual([true, true, true]);
+        expect(lockLost).toEqual(['b']);
+        const other = guardOn(url, prefix, { history: false }).guard;
+        const next = await Promise.all(names.map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
+        expect(next.map((result) => (result.executed ? 'ran' : result.reason))).toEqual(['ran', 'locked', 'locked']);
+      } finally {
+        await raw.close();
+      }
     });
   });
 });

@@ -1,10 +1,11 @@
-import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
-import { namedStatement, type NamedStatement } from '../common/named-parameters.js';
+import type { Kysely, QueryResult } from 'kysely';
+import type { NamedStatement } from '../common/named-parameters.js';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
-import { asByteStrings } from './bound-parameters.js';
-import { acquireStatementsOf, bindsParameters } from './connection.js';
+import { mysqlBatchAcquirer } from './batch-acquire.js';
+import { mysqlBatchReleaser } from './batch-release.js';
+import { DUPLICATE_KEY, lockStatements, statement, acquireStatement as registeredStatement } from './statement-execution.js';
 import { mysqlTime } from './time-values.js';
 import type {
   ExtendValues,
@@ -15,16 +16,6 @@ import type {
   TokenOfJob,
   TriggerValues,
 } from './lock-statement-values.js';
-
-/** ER_DUP_ENTRY */
-const DUPLICATE_KEY = 1062;
-/** ER_LOCK_DEADLOCK */
-const DEADLOCK = 1213;
-/** Attempts of a statement that InnoDB chose as a deadlock victim. */
-const DEADLOCK_ATTEMPTS = 3;
-
-/** A statement with `:name` parameters, sent with `?` marks (laid out once, when the store is built). */
-const statement = <Values extends object>(text: string): NamedStatement<Values> => namedStatement<Values>(text, 'positional');
 
 /**
  * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
@@ -41,15 +32,10 @@ export function createMysqlLockStore(
 ): LockStore {
   const locks = quotedTable(tables, 'locks', '`');
   const runs = quotedTable(tables, 'runs', '`');
-  // The acquire's statements, which shutdown cuts on the server (cancelAcquires, KILL QUERY) when
-  // they outlive its timeout. Undefined through a Kysely instance passed in: its connections are
-  // the user's driver's, out of the guard's sight; there only the server's lock wait bound holds.
-  const acquires = acquireStatementsOf(db);
-  const acquireStatement = <Values extends object>(text: string): NamedStatement<Values> => {
-    const named = statement<Values>(text);
-    acquires?.register(named.sql);
-    return named;
-  };
+  // How the statements reach the server (statement-execution.ts): bound values, deadlock
+  // victims sent again, the acquire's statements registered for the cancel at shutdown.
+  const statements = lockStatements(db);
+  const acquireStatement = <Values extends object>(text: string): NamedStatement<Values> => registeredStatement<Values>(statements, text);
 
   // The probe: a plain (consistent, lock-free) read of the lock row before the acquire. Most
   // attempts lose (every replica but one, at every slot), and this answers them without the
@@ -152,27 +138,8 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`);
   >(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms)
 VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 0, :lockAtMostForMs)`);
 
-  // Every statement goes through here. Replicas creating lock rows and starting runs for many new
-  // jobs at once take InnoDB gap and next-key locks in the same index ranges, and InnoDB breaks the
-  // resulting deadlocks by rolling one statement back (seen: 1,000 new jobs fired at once by two
-  // replicas). A rolled-back autocommit statement had no effect at all, so it is sent again; a
-  // victim that gave up instead would leave its job run by nobody for that slot.
-  // The parameters are bound (mysql2 `execute`) on the guard's own pool and on a pool passed in;
-  // through a Kysely instance passed in, strings go as bytes (see asByteStrings): never as SQL text.
-  const encode = bindsParameters(db) ? (parameters: unknown[]) => parameters : asByteStrings;
-  async function execute<Row, Values extends object>(named: NamedStatement<Values>, values: Values): Promise<QueryResult<Row>> {
-    // Once shutdown cancels the acquires, none of their statements starts: it would not be cut.
-    if (acquires?.cancelling === true && acquires.isAcquire(named.sql))
-      throw new Error('The guard is shutting down: its acquires are cancelled');
-    const compiled = CompiledQuery.raw(named.sql, encode(named.parameters(values)));
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await db.executeQuery<Row>(compiled);
-      } catch (error) {
-        if ((error as { errno?: unknown }).errno !== DEADLOCK || attempt >= DEADLOCK_ATTEMPTS) throw error;
-      }
-    }
-  }
+  const execute = <Row, Values extends object>(named: NamedStatement<Values>, values: Values): Promise<QueryResult<Row>> =>
+    statements.execute<Row, Values>(named, values);
 
   // Frees a lock whose run could not be started, so that a failed second statement does not hold
   // the job back for lockAtMostFor. The token goes back to the previous holder's, so that the next
@@ -215,7 +182,7 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
     return result.rows[0]?.outcome ?? 'locked';
   }
 
-  return {
+  const store: LockStore = {
     synchronous: false,
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> {
       if (trigger !== undefined) {
@@ -292,6 +259,19 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
     },
     // A cut statement fails with ER_QUERY_INTERRUPTED (1317) and rolls back (one autocommit
     // statement): `acquire` rejects, which the guard, shutting down, reports as a GUARD_CLOSED skip.
-    ...(acquires === undefined ? {} : { cancelAcquires: () => acquires.cancel() }),
+    // The acquires and releases of one turn of the event loop (core/acquire-batch.ts), each in a
+    // number of statements that does not grow with the number of jobs (batch-acquire.ts, batch-release.ts).
+    acquireMany: mysqlBatchAcquirer({
+      locks,
+      runs,
+      history,
+      notPaused,
+      pausedNow,
+      statements,
+      acquireOne: (job, request) => store.acquire(job, request),
+    }),
+    releaseMany: mysqlBatchReleaser({ locks, runs, history, statements }),
+    ...(statements.cancelAcquires === undefined ? {} : { cancelAcquires: statements.cancelAcquires }),
   };
+  return store;
 }

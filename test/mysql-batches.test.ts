@@ -1,0 +1,260 @@
+// MySQL/MariaDB's acquireMany and releaseMany (issue 19): the acquires and releases a replica starts
+// in one turn of the event loop cost a number of statements that does not grow with the number of
+// jobs; one job's refused part (its run row, its release) fails that job alone (the batch is one
+// transaction, rolled back); the batch's take waits, as a one-job take does, for a free row another
+// session is writing, and shutdown can cut it there.
+import type { CompiledQuery } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { createGuard, type Guard } from '../src/index.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { guardOn, migratedGuard, recordingLogger } from './support/guards.js';
+import { loggedKysely } from './support/logged-kysely.js';
+import { openRaw } from './support/raw-database.js';
+
+const mysql = dialectTargets().find((target) => target.name === 'mysql');
+const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
+const SLOT_2 = new Date(Date.UTC(2030, 0, 1, 0, 2));
+
+describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on mysql', () => {
+  const target = mysql as NonNullable<typeof mysql>;
+
+  it('sends the acquires and releases of one tick in as many statements for 12 jobs as for 4', async () => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const log: CompiledQuery[] = [];
+    // The guard's statements, through a Kysely instance passed in (strings go as bytes there).
+    const kysely = loggedKysely(target, url, log);
+    const logger = recordingLogger();
+    const guard: Guard = createGuard({ database: kysely, tablePrefix: prefix, logger });
+    const other = guardOn(url, prefix).guard;
+    try {
+      await guard.migrate();
+      // The guard's first run also checks the schema and registers the replica: not part of a tick.
+      expect((await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      /**
+       * The statements `guard` sends for one tick of `names`, and what each job's run answered.
+       * The bodies that run wait for each other and end together: their releases go in one turn.
+       */
+      const tick = async (on: Guard, names: readonly string[], slot: Date, lockAtLeastFor: string | 0 = 0) => {
+        log.splice(0);
+        let open!: () => void;
+        const gate = new Promise<void>((resolve) => (open = resolve));
+        let started = 0;
+        const body = async (name: string): Promise<string> => {
+          started += 1;
+          if (started === names.length) open();
+          await gate;
+          return name;
+        };
+        const results = await Promise.all(
+          names.map((name) => on.run({ name, lockAtMostFor: '1m', lockAtLeastFor, slot }, () => body(name))),
+        );
+        const sent = log.splice(0);
+        return { outcomes: results.map((result) => (result.executed ? 'ran' : result.reason)), statements: sent.length };
+      };
+      const counts = new Map<number, number[]>();
+      for (const size of [4, 12]) {
+        const names = Array.from({ length: size }, (_, index) => `n${size}-${index}`);
+        const ran = names.map(() => 'ran');
+        // First acquire ever (no rows yet: probe, then create), then release.
+        const created = await tick(guard, names, SLOT_1);
+        // The guard released these locks itself: the take goes first, then release.
+        const taken = await tick(guard, names, SLOT_2);
+        // Slot done everywhere: the probe alone answers every job.
+        const done = await tick(guard, names, SLOT_2);
+        expect([created.outcomes, taken.outcomes, done.outcomes]).toEqual([ran, ran, names.map(() => 'slot-done')]);
+        // Another replica holds every lock now (lockAtLeastFor): the probe alone answers again.
+        await tick(other, names, new Date(SLOT_2.getTime() + 60_000), '1m');
+        const held = await tick(guard, names, new Date(SLOT_2.getTime() + 120_000));
+        expect(held.outcomes).toEqual(names.map(() => 'locked'));
+        counts.set(size, [created.statements, taken.statements, done.statements, held.statements]);
+      }
+      // As many for 12 jobs as for 4 (one job alone costs 2 to 4 statements a tick: 12 would be 24
+      // to 48), give or take the guard's own background statements falling into the tick (its
+      // replica row) and where the first job's release falls among the turns.
+      const [small, large] = [counts.get(4) ?? [], counts.get(12) ?? []];
+      expect(large).toHaveLength(small.length);
+      large.forEach((count, round) =>
+        expect(count, `round ${round}: ${large.join()} against ${small.join()}`).toBeLessThanOrEqual((small[round] ?? 0) + 2),
+      );
+      // The first acquire (and release) of a turn goes alone at once (core/tick-batch.ts), the
+      // others together: a win of the whole tick is the probe (or not), the transaction of the
+      // take, and the one of the releases, beside the first job's own statements.
+      for (const count of counts.get(4) ?? []) expect(count).toBeLessThanOrEqual(16);
+      expect(logger.warnings).toEqual([]);
+      expect(logger.errors).toEqual([]);
+    } finally {
+      await guard.close();
+      await kysely.destroy();
+    }
+  });
+
+  it("runs the other jobs of a scheduled tick when one job's run row is refused", async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(target);
+    const raw = await openRaw('mysql', url);
+    try {
+      // The database refuses the run row of one job: the batch's transaction fails as a whole,
+      // rolled back, slot watermarks included, and each job then goes alone.
+      await raw.exec(`CREATE TRIGGER ${prefix}refuse BEFORE INSERT ON ${prefix}runs FOR EACH ROW
+        BEGIN IF NEW.job_name = 'bad' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF; END`);
+      const names = ['good-0', 'bad', 'good-1', 'good-2'];
+      const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot: SLOT_1 }, () => name)));
+      expect(results.filter((_, index) => index !== 1)).toEqual([
+        { executed: true, value: 'good-0' },
+        { executed: true, value: 'good-1' },
+        { executed: true, value: 'good-2' },
+      ]);
+      expect(results[1]).toMatchObject({ executed: false, reason: 'error' });
+      expect(results[1]?.executed === false && results[1].reason === 'error' ? results[1].error.code : undefined).toBe('ACQUIRE_FAILED');
+      expect(logger.errors.join('\n')).toContain('refused by the test');
+      // Nothing of the failed job's attempt holds its lock: the next slot runs.
+      await raw.exec(`DROP TRIGGER ${prefix}refuse`);
+      expect(await guard.run({ name: 'bad', lockAtMostFor: '1m', slot: SLOT_2 }, () => 'now')).toEqual({ executed: true, value: 'now' });
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it("releases the other jobs of the turn when one job's part of the batched release fails", async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(target);
+    const other = guardOn(url, prefix).guard;
+    const raw = await openRaw('mysql', url);
+    try {
+      // The database refuses to finish the run of one job: the batch's transaction fails as a
+      // whole, rolled back (the locks it had read FOR UPDATE and released included).
+      await raw.exec(`CREATE TRIGGER ${prefix}refuse BEFORE UPDATE ON ${prefix}runs FOR EACH ROW
+        BEGIN IF NEW.job_name = 'bad' AND NEW.finished_at IS NOT NULL THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF; END`);
+      const names = ['first', 'good-0', 'bad', 'good-1'];
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let started = 0;
+      const runs = Promise.all(
+        names.map((name) =>
+          guard.run({ name, lockAtMostFor: '1m' }, async () => {
+            started += 1;
+            await gate;
+            return name;
+          }),
+        ),
+      );
+      await expect.poll(() => started).toBe(names.length);
+      open();
+      expect(await runs).toEqual(names.map((name) => ({ executed: true, value: name })));
+      // Each good job was released alone after the batch failed, with its run finished.
+      for (const name of ['first', 'good-0', 'good-1']) {
+        expect(await other.run({ name, lockAtMostFor: '1m' }, () => 'next'), name).toEqual({ executed: true, value: 'next' });
+      }
+      const { runs: history } = await guard.history({ limit: 50 });
+      expect(history.filter((run) => run.job.startsWith('good') && run.status === 'succeeded')).toHaveLength(4);
+      // The bad one failed alone, after its own retries, and said so; its lock is still held.
+      expect(logger.errors.join('\n')).toContain('Releasing the lock of job "bad" failed');
+      expect(logger.errors.join('\n')).not.toMatch(/job "(first|good-0|good-1)"/);
+      expect(await other.run({ name: 'bad', lockAtMostFor: '1m' }, () => 'next')).toEqual({ executed: false, reason: 'locked' });
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('makes a name another replica is creating at that instant a loss, and still creates the other new names of the batch', async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(target);
+    const raw = await openRaw('mysql', url);
+    const admin = await openRaw('mysql', url);
+    try {
+      expect((await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      // Another replica creates the row of 'contested' and has not committed: the probe does not see it.
+      await raw.exec('START TRANSACTION');
+      await raw.query(
+        `INSERT INTO ${prefix}locks (name, lock_until, locked_at, locked_by, token)
+         VALUES ('contested', UTC_TIMESTAMP(3) + INTERVAL 1 MINUTE, UTC_TIMESTAMP(3), 'other replica', '00000000-0000-4000-8000-000000000000')`,
+      );
+      // The first acquire of the turn goes alone; 'contested' and 'fresh' go together, and their INSERT waits for that row.
+      const all = Promise.all(['first', 'contested', 'fresh'].map((name) => guard.run({ name, lockAtMostFor: '1m' }, () => name)));
+      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'INSERT INTO %VALUES (%),%(%' AND info LIKE ?`;
+      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await raw.exec('COMMIT');
+      // The duplicate key fails that one statement: each name then alone, 'contested' a loss.
+      expect(await all).toEqual([
+        { executed: true, value: 'first' },
+        { executed: false, reason: 'locked' },
+        { executed: true, value: 'fresh' },
+      ]);
+      const { runs } = await guard.history({ limit: 50 });
+      expect(runs.filter((run) => run.job === 'fresh')).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+      expect(runs.filter((run) => run.job === 'contested')).toEqual([]);
+      expect(logger.errors).toEqual([]);
+    } finally {
+      await raw.close();
+      await admin.close();
+    }
+  });
+
+  it('waits, as a one-job take does, for a free row another session is writing, and takes it once that session is done', async () => {
+    const { guard, url, prefix } = await migratedGuard(target);
+    const raw = await openRaw('mysql', url);
+    const admin = await openRaw('mysql', url);
+    try {
+      // Both rows exist and are free (released by their runs).
+      for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+      // A second guard (it has not released these locks itself, so both go through the batch's
+      // probe and take), past its first run's schema check and replica registration.
+      const other = guardOn(url, prefix).guard;
+      expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      // Another session writes row a (a late release, an operator's control) and has not committed.
+      await raw.exec('START TRANSACTION');
+      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
+      // The first acquire of the turn goes alone (core/tick-batch.ts): a and b go together.
+      const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
+      // The batch's take (its UPDATE chooses each row's values by name) is on the server, and
+      // cannot finish while row a is locked: it waits. (MariaDB's innodb_trx shows such a wait late.)
+      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'UPDATE %CASE name WHEN%' AND info LIKE ?`;
+      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await raw.exec('COMMIT');
+      expect(await both).toEqual([
+        { executed: true, value: 'first' },
+        { executed: true, value: 'a' },
+        { executed: true, value: 'b' },
+      ]);
+    } finally {
+      await raw.close();
+      await admin.close();
+    }
+  });
+
+  it("lets shutdown cut a batch's take waiting on a row lock, and the batch then takes none of its rows", async () => {
+    const { guard, url, prefix } = await migratedGuard(target);
+    const raw = await openRaw('mysql', url);
+    const admin = await openRaw('mysql', url);
+    try {
+      for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+      const other = guardOn(url, prefix, { acquireTimeout: '10s' }).guard;
+      expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      await raw.exec('START TRANSACTION');
+      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
+      let ran = 0;
+      // The first acquire of the turn goes alone (core/tick-batch.ts) and runs: a and b go together.
+      const all = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => void (ran += 1))));
+      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'UPDATE %CASE name WHEN%' AND info LIKE ?`;
+      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await other.shutdown({ timeout: '1s' });
+      const [first, ...both] = await all;
+      expect(first).toEqual({ executed: true, value: undefined });
+      expect(both).toEqual([
+        expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
+        expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
+      ]);
+      await raw.exec('COMMIT');
+      // The cut take rolled back with its transaction: row b, which it could have taken at once, is free too.
+      expect(ran).toBe(1);
+      const rows = await raw.query<{ name: string; token: string | null }>(
+        `SELECT CONVERT(name USING utf8mb4) AS name, token FROM ${prefix}locks WHERE name IN ('a', 'b') ORDER BY name`,
+      );
+      expect(rows).toEqual([
+        { name: 'a', token: null },
+        { name: 'b', token: null },
+      ]);
+    } finally {
+      await raw.close();
+      await admin.close();
+    }
+  });
+});
