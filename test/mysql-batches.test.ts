@@ -257,4 +257,43 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       await admin.close();
     }
   });
+
+  it('sends the same statement texts for batches whose sizes round up to the same power of two (each text is a prepared statement)', async () => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const log: CompiledQuery[] = [];
+    const guard: Guard = createGuard({ database: loggedKysely(target, url, log), tablePrefix: prefix, logger: recordingLogger() });
+    try {
+      await guard.migrate();
+      expect((await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      // The batch texts of a tick of `size` jobs whose rows exist and are free. The first job of
+      // the turn goes alone; the others batch.
+      const texts = async (size: number, slot: Date): Promise<Set<string>> => {
+        const names = Array.from({ length: size }, (_, index) => `p-${index}`);
+        log.splice(0);
+        const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot }, () => name)));
+        expect(results.map((result) => result.executed)).toEqual(names.map(() => true));
+        // The acquire's batch statements (the probe's read, the take, the run rows): the releases
+        // group as the bodies happen to end, so they are left out here.
+        const acquireBatch = /AS state|CASE name WHEN|'abandoned'/;
+        return new Set(
+          log
+            .splice(0)
+            .map((query) => query.sql)
+            .filter((text) => acquireBatch.test(text) && text.includes('?, ?')),
+        );
+      };
+      await texts(6, SLOT_1);
+      // Batches of 4 and of 3 (a tick of 5 and of 4) are built for 4 rows: the same texts.
+      const five = await texts(5, SLOT_2);
+      const four = await texts(4, new Date(SLOT_2.getTime() + 60_000));
+      expect(five.size).toBe(2);
+      expect([...four].sort()).toEqual([...five].sort());
+      // A batch of 5 (a tick of 6) is built for 8 rows: other texts.
+      const six = await texts(6, new Date(SLOT_2.getTime() + 120_000));
+      expect([...six].some((text) => !five.has(text))).toBe(true);
+    } finally {
+      await guard.close();
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import type { AcquireOutcome, AcquireRequest, BatchedAcquire } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
-import { boundRows, byNameBytes, marks, nameColumn, perCount, type BoundColumn } from './bound-rows.js';
+import { boundRows, byNameBytes, marks, nameColumn, padded, perCount, perRows, type BoundColumn } from './bound-rows.js';
 import { DUPLICATE_KEY, type LockStatements, type TransactionStatement } from './statement-execution.js';
 import { mysqlTime } from './time-values.js';
 
@@ -62,7 +62,7 @@ export function mysqlBatchAcquirer(parts: MysqlBatchAcquireParts): (acquires: re
   // read: no row lock, no write. The requests are a derived table of bound rows (bound-rows.ts)
   // joined on the primary key; a name without a row answers `missing`. The CASE is the one-job
   // probe's, in its order.
-  const statesSql = perCount((count) =>
+  const statesSql = perRows((count) =>
     statements.acquireText(`SELECT r.i, CASE WHEN l.name IS NULL THEN 'missing' WHEN l.token = r.token THEN 'mine'
             WHEN ${pausedNow} THEN 'paused' WHEN l.last_slot >= r.slot THEN 'slot-done'
             WHEN l.lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
@@ -70,7 +70,11 @@ export function mysqlBatchAcquirer(parts: MysqlBatchAcquireParts): (acquires: re
   LEFT JOIN ${locks} l ON l.name = r.name`),
   );
   const statesParameters = (wanted: readonly Wanted[], withTokens: boolean): unknown[] =>
-    wanted.flatMap(({ job, request, slot }) => [job.name, slot, withTokens ? request.token : null]);
+    padded(
+      wanted.flatMap(({ job, request, slot }) => [job.name, slot, withTokens ? request.token : null]),
+      3,
+      wanted.length,
+    );
 
   // The take for many jobs: the one-job take (lock-store.ts), each per-row value chosen by the
   // row's name (CASE name WHEN ? THEN ?) among the bound values. A single-table UPDATE, not a
@@ -82,7 +86,7 @@ export function mysqlBatchAcquirer(parts: MysqlBatchAcquireParts): (acquires: re
   // takes: with or without CLIENT_FOUND_ROWS, its affected count is the number of rows won.
   // A scheduled request takes its row only when its slot is newer than the row's last one
   // (COALESCE: an unscheduled request, or a row without a slot, passes).
-  const takeSql = perCount((count) => {
+  const takeSql = perRows((count) => {
     const perName = (value: string): string => `CASE name ${Array.from({ length: count }, () => `WHEN ? THEN ${value}`).join(' ')} END`;
     return statements.acquireText(`UPDATE ${locks}
    SET previous_token = token,
@@ -94,13 +98,22 @@ export function mysqlBatchAcquirer(parts: MysqlBatchAcquireParts): (acquires: re
  ORDER BY name`);
   });
   const takeParameters = (wanted: readonly Wanted[]): unknown[] => {
-    const perName = (value: (one: Wanted) => unknown): unknown[] => wanted.flatMap((one) => [one.job.name, value(one)]);
+    const perName = (value: (one: Wanted) => unknown): unknown[] =>
+      padded(
+        wanted.flatMap((one) => [one.job.name, value(one)]),
+        2,
+        wanted.length,
+      );
     return [
       ...perName(micros),
       ...perName(({ request }) => request.lockedBy),
       ...perName(({ request }) => request.token),
       ...perName(({ slot }) => slot),
-      ...wanted.map(({ job }) => job.name),
+      ...padded(
+        wanted.map(({ job }) => job.name),
+        1,
+        wanted.length,
+      ),
       ...perName(({ slot }) => slot),
     ];
   };
@@ -122,7 +135,7 @@ VALUES ${Array.from({ length: count }, () => '(?, UTC_TIMESTAMP(3) + INTERVAL ? 
   // database's clock), the second finds the run each took over from, still `running`, through the
   // lock row's previous_token, and the duplicate key turns its insert into that update. The
   // winners' rows are found by name and token (IN lists: a token is on one row only).
-  const startSql = perCount((count) =>
+  const startSql = perRows((count) =>
     statements.acquireText(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
 SELECT l.token, l.name, w.slot, 'running', l.locked_by, l.locked_at, w.at_most_ms, l.lock_until
   FROM (${boundRows([nameColumn, tokenColumn, slotColumn, atMostColumn], count)}) w
@@ -134,9 +147,21 @@ SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_
 ON DUPLICATE KEY UPDATE status = 'abandoned'`),
   );
   const startParameters = (wanted: readonly Wanted[]): unknown[] => [
-    ...wanted.flatMap(({ job, request, slot }) => [job.name, request.token, slot, Math.round(job.lockAtMostForMs)]),
-    ...wanted.map(({ job }) => job.name),
-    ...wanted.map(({ request }) => request.token),
+    ...padded(
+      wanted.flatMap(({ job, request, slot }) => [job.name, request.token, slot, Math.round(job.lockAtMostForMs)]),
+      4,
+      wanted.length,
+    ),
+    ...padded(
+      wanted.map(({ job }) => job.name),
+      1,
+      wanted.length,
+    ),
+    ...padded(
+      wanted.map(({ request }) => request.token),
+      1,
+      wanted.length,
+    ),
   ];
 
   const readStates = async (run: TransactionStatement, wanted: readonly Wanted[], withTokens: boolean): Promise<Map<Wanted, RowState>> => {

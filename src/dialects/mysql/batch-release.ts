@@ -1,5 +1,5 @@
 import type { BatchedRelease } from '../../core/dialect.js';
-import { boundRows, byNameBytes, columnNameKey, marks, nameColumn, nameKey, perCount, type BoundColumn } from './bound-rows.js';
+import { boundRows, byNameBytes, columnNameKey, marks, nameColumn, nameKey, padded, perRows, type BoundColumn } from './bound-rows.js';
 import type { LockStatements } from './statement-execution.js';
 
 /** What the batch release shares with the one-job statements of lock-store.ts. */
@@ -46,7 +46,7 @@ export function mysqlBatchReleaser({
   // Which of the lock rows still hold this batch's tokens (a token is on one row only, so the two
   // IN lists match each row to its own release). Locked until COMMIT: nothing takes or releases
   // them between this read and the UPDATE. The lock row's primary key gives the name order.
-  const heldSql = perCount(
+  const heldSql = perRows(
     (count) => `SELECT name FROM ${locks} WHERE name IN (${marks(count)}) AND token IN (${marks(count)}) ORDER BY name FOR UPDATE`,
   );
 
@@ -58,7 +58,7 @@ export function mysqlBatchReleaser({
   // alone to release. No assignment reads a column another one writes: MySQL does not order
   // multi-table assignments. UTC_TIMESTAMP(3) is one value for the statement. overran: the lock
   // had expired by now, or another execution had taken it.
-  const releaseSql = perCount((count) =>
+  const releaseSql = perRows((count) =>
     history
       ? `UPDATE (${boundRows(releaseColumns, count)}) d
   LEFT JOIN ${runs} r ON r.id = d.token AND r.finished_at IS NULL
@@ -77,19 +77,32 @@ export function mysqlBatchReleaser({
     // In name order: the derived table's rows, and so the order the UPDATE meets the rows in.
     const sorted = [...releases].sort(byName);
     const held = await statements.transaction(async (run) => {
-      const { rows } = await run<{ name: unknown }>(heldSql(sorted.length), [
-        ...sorted.map(({ job }) => job.name),
-        ...sorted.map(({ token }) => token),
+      const count = sorted.length;
+      const { rows } = await run<{ name: unknown }>(heldSql(count), [
+        ...padded(
+          sorted.map(({ job }) => job.name),
+          1,
+          count,
+        ),
+        ...padded(
+          sorted.map(({ token }) => token),
+          1,
+          count,
+        ),
       ]);
       await run(
-        releaseSql(sorted.length),
-        sorted.flatMap(({ job, token, outcome }) => [
-          job.name,
-          token,
-          Math.round(job.lockAtLeastForMs * 1_000),
-          outcome.status,
-          outcome.error,
-        ]),
+        releaseSql(count),
+        padded(
+          sorted.flatMap(({ job, token, outcome }) => [
+            job.name,
+            token,
+            Math.round(job.lockAtLeastForMs * 1_000),
+            outcome.status,
+            outcome.error,
+          ]),
+          5,
+          count,
+        ),
       );
       return new Set(rows.map(({ name }) => columnNameKey(name)));
     });

@@ -30,7 +30,28 @@ export function marks(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
 }
 
-/** A statement text per number of jobs, built the first time that number is seen. */
+/**
+ * The number of rows a statement is built for: `count` rounded up to a power of two. Each text is a
+ * server-side prepared statement on every connection that sends it (mysql2 `execute`), and the server
+ * caps them all together (max_prepared_stmt_count, 16,382 by default): a text per exact count could
+ * prepare hundreds of texts per connection at 500 jobs; a text per power of two, ten. The rows past
+ * `count` are bound NULL (`padded`), which no name, token or IN list matches: they read, take and
+ * write nothing.
+ */
+export function rowsFor(count: number): number {
+  return count <= 2 ? count : 2 ** Math.ceil(Math.log2(count));
+}
+
+/** `values` (`width` values per row, `count` rows) followed by NULLs for the rows up to `rowsFor(count)`. */
+export function padded(values: readonly unknown[], width: number, count: number): unknown[] {
+  return [...values, ...new Array<null>((rowsFor(count) - count) * width).fill(null)];
+}
+
+/**
+ * A statement text per number of rows, built the first time that number is seen. `perRows` builds
+ * it for `rowsFor(count)` rows (its values then `padded`); `perCount` for exactly `count` rows, for
+ * a statement whose rows cannot be padded (an INSERT … VALUES, sent only for names with no row yet).
+ */
 export function perCount(build: (count: number) => string): (count: number) => string {
   const built = new Map<number, string>();
   return (count) => {
@@ -41,6 +62,11 @@ export function perCount(build: (count: number) => string): (count: number) => s
     }
     return text;
   };
+}
+
+export function perRows(build: (rows: number) => string): (count: number) => string {
+  const byRows = perCount(build);
+  return (count) => byRows(rowsFor(count));
 }
 
 /** A name's bytes as the server orders and compares them (the primary key's order): the order every batch locks rows in. */
