@@ -1,8 +1,9 @@
 // The slot ledger's "done when", with replicas in their own OS processes, on every dialect: three
 // replicas all stopped across three slots of an every-second job and started again.
-import { describe, expect, it } from 'vitest';
-import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
-import { guardOn } from './support/guards.js';
+import { describe, expect } from 'vitest';
+import { databaseUrl, uniquePrefix, type DialectTarget } from './support/dialects.js';
+import { eachDialectAtOnce } from './support/dialects-at-once.js';
+import { withGuardOn } from './support/guards.js';
 import { startWorker, type Worker } from './support/processes.js';
 
 type Message =
@@ -28,7 +29,7 @@ function messages<T extends Message['type']>(workers: Worker<Message>[], type: T
 async function stopAcrossThreeSlots(target: DialectTarget, catchUp: string, keepTask = false) {
   const url = databaseUrl(target);
   const prefix = uniquePrefix();
-  await guardOn(url, prefix).guard.migrate();
+  await withGuardOn(url, prefix, (guard) => guard.migrate());
   const all = replicas(url, prefix, 3, '0ms', catchUp);
   await Promise.all(all.map((worker) => worker.next('ready')));
   const t0 = Math.ceil((Date.now() + 2_500) / 1_000) * 1_000;
@@ -45,68 +46,73 @@ async function stopAcrossThreeSlots(target: DialectTarget, catchUp: string, keep
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-describe.each(dialectTargets())('the slot ledger across replicas on $name', (target) => {
-  describe.skipIf(target.serverUrl === null)('', () => {
-    it('shows the three slots no replica ran as missed, and fires missed once with the three', async () => {
-      const { t0, url, prefix, all, ran, gap } = await stopAcrossThreeSlots(target, '-');
-      expect(gap.map(iso)).toEqual([iso(t0 + 1_000), iso(t0 + 2_000), iso(t0 + 3_000)]);
-      const slots = ran.map((message) => message.slot);
-      expect(new Set(slots).size).toBe(slots.length);
-      const missed = messages(all, 'missed');
-      expect(missed).toHaveLength(1);
-      expect(missed[0]).toMatchObject({ count: gap.length, slots: gap.map(iso) });
-      const [ledger] = await guardOn(url, prefix).guard.slots({
-        job: 'tick',
-        since: new Date(t0 - 1_000),
-        until: new Date(t0 + 6_000),
-      });
-      const missedInLedger = ledger?.slots.filter((entry) => entry.outcome === 'missed').map((entry) => entry.slot.toISOString());
-      expect(missedInLedger).toEqual(gap.map(iso));
-      expect(ledger?.slots.every((entry) => entry.outcome === 'missed' || entry.outcome === 'succeeded')).toBe(true);
-    });
+// Each scenario runs on the three dialects at once (each its own tables and processes): it is
+// mostly waiting for the clock.
+describe('the slot ledger across replicas', () => {
+  eachDialectAtOnce('shows the three slots no replica ran as missed, and fires missed once with the three', async (target) => {
+    const { t0, url, prefix, all, ran, gap } = await stopAcrossThreeSlots(target, '-');
+    expect(gap.map(iso)).toEqual([iso(t0 + 1_000), iso(t0 + 2_000), iso(t0 + 3_000)]);
+    const slots = ran.map((message) => message.slot);
+    expect(new Set(slots).size).toBe(slots.length);
+    const missed = messages(all, 'missed');
+    expect(missed).toHaveLength(1);
+    expect(missed[0]).toMatchObject({ count: gap.length, slots: gap.map(iso) });
+    const [ledger] = await withGuardOn(url, prefix, (guard) =>
+      guard.slots({ job: 'tick', since: new Date(t0 - 1_000), until: new Date(t0 + 6_000) }),
+    );
+    const missedInLedger = ledger?.slots.filter((entry) => entry.outcome === 'missed').map((entry) => entry.slot.toISOString());
+    expect(missedInLedger).toEqual(gap.map(iso));
+    expect(ledger?.slots.every((entry) => entry.outcome === 'missed' || entry.outcome === 'succeeded')).toBe(true);
+  });
 
-    it.each([
-      ['restarted', false],
-      ['kept running, their schedules stopped and started again', true],
-    ])("with catchUp: '10s', runs the newest missed slot once, on one replica (replicas %s)", async (_, keepTask) => {
-      const { t0, url, prefix, all, ran } = await stopAcrossThreeSlots(target, '10s', keepTask);
-      const catchUps = ran.filter((message) => message.catchUp);
-      expect(catchUps).toHaveLength(1);
-      expect(catchUps[0]?.slot).toBe(iso(t0 + 3_000));
-      const slots = ran.map((message) => message.slot);
-      expect(new Set(slots).size).toBe(slots.length);
-      const missed = messages(all, 'missed');
-      expect(missed).toHaveLength(1);
-      expect(missed[0]).toMatchObject({ count: 2, slots: [iso(t0 + 1_000), iso(t0 + 2_000)] });
-      const [ledger] = await guardOn(url, prefix).guard.slots({
-        job: 'tick',
-        since: new Date(t0),
-        until: new Date(t0 + 6_000),
-      });
-      const caughtUp = ledger?.slots[3];
-      expect(caughtUp).toMatchObject({ slot: new Date(t0 + 3_000), catchUp: true });
-      expect(['succeeded', 'late']).toContain(caughtUp?.outcome);
-      expect(ledger?.counts.missed).toBe(2);
-    });
+  for (const [replicasWere, keepTask] of [
+    ['restarted', false],
+    ['kept running, their schedules stopped and started again', true],
+  ] as const) {
+    eachDialectAtOnce(
+      `with catchUp: '10s', runs the newest missed slot once, on one replica (replicas ${replicasWere})`,
+      async (target) => {
+        const { t0, url, prefix, all, ran } = await stopAcrossThreeSlots(target, '10s', keepTask);
+        const catchUps = ran.filter((message) => message.catchUp);
+        expect(catchUps).toHaveLength(1);
+        expect(catchUps[0]?.slot).toBe(iso(t0 + 3_000));
+        const slots = ran.map((message) => message.slot);
+        expect(new Set(slots).size).toBe(slots.length);
+        const missed = messages(all, 'missed');
+        expect(missed).toHaveLength(1);
+        expect(missed[0]).toMatchObject({ count: 2, slots: [iso(t0 + 1_000), iso(t0 + 2_000)] });
+        const [ledger] = await withGuardOn(url, prefix, (guard) =>
+          guard.slots({ job: 'tick', since: new Date(t0), until: new Date(t0 + 6_000) }),
+        );
+        const caughtUp = ledger?.slots[3];
+        expect(caughtUp).toMatchObject({ slot: new Date(t0 + 3_000), catchUp: true });
+        expect(['succeeded', 'late']).toContain(caughtUp?.outcome);
+        expect(ledger?.counts.missed).toBe(2);
+      },
+    );
+  }
 
-    it('shows slots eaten by a lockAtLeastFor longer than the interval as overlapped, and doctor flags it', async () => {
-      const url = databaseUrl(target);
-      const prefix = uniquePrefix();
-      const { guard } = guardOn(url, prefix);
-      await guard.migrate();
-      const workers = replicas(url, prefix, 3, '2500ms', '-');
-      await Promise.all(workers.map((worker) => worker.next('ready')));
-      const t0 = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
-      for (const worker of workers) worker.send({ startAt: 0, stopAt: t0 + 7_500 });
-      await Promise.all(workers.map((worker) => worker.exited));
-      expect(messages(workers, 'missed')).toEqual([]);
-      const [ledger] = await guard.slots({ job: 'tick', since: new Date(t0), until: new Date(t0 + 7_000) });
-      const outcomes = ledger?.slots.map((entry) => entry.outcome) ?? [];
-      expect(outcomes).toHaveLength(7);
-      expect(outcomes.filter((outcome) => outcome === 'overlapped').length).toBeGreaterThanOrEqual(4);
-      expect(outcomes.every((outcome) => outcome === 'overlapped' || outcome === 'succeeded')).toBe(true);
-      const diagnosis = (await guard.doctor()).find((job) => job.job === 'tick');
-      expect(diagnosis?.problems.join('\n')).toMatch(/lockAtLeastFor \(2500 ms\) is at or above the schedule's interval \(1000 ms\)/);
-    });
+  eachDialectAtOnce('shows slots eaten by a lockAtLeastFor longer than the interval as overlapped, and doctor flags it', async (target) => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    await withGuardOn(url, prefix, (guard) => guard.migrate());
+    const workers = replicas(url, prefix, 3, '2500ms', '-');
+    await Promise.all(workers.map((worker) => worker.next('ready')));
+    const t0 = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
+    for (const worker of workers) worker.send({ startAt: 0, stopAt: t0 + 7_500 });
+    await Promise.all(workers.map((worker) => worker.exited));
+    expect(messages(workers, 'missed')).toEqual([]);
+    const [[ledger], diagnoses] = await withGuardOn(
+      url,
+      prefix,
+      async (guard) =>
+        [await guard.slots({ job: 'tick', since: new Date(t0), until: new Date(t0 + 7_000) }), await guard.doctor()] as const,
+    );
+    const outcomes = ledger?.slots.map((entry) => entry.outcome) ?? [];
+    expect(outcomes).toHaveLength(7);
+    expect(outcomes.filter((outcome) => outcome === 'overlapped').length).toBeGreaterThanOrEqual(4);
+    expect(outcomes.every((outcome) => outcome === 'overlapped' || outcome === 'succeeded')).toBe(true);
+    const diagnosis = diagnoses.find((job) => job.job === 'tick');
+    expect(diagnosis?.problems.join('\n')).toMatch(/lockAtLeastFor \(2500 ms\) is at or above the schedule's interval \(1000 ms\)/);
   });
 });

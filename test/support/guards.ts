@@ -42,3 +42,17 @@ export function guardOn(url: string, prefix: string, options: Partial<GuardOptio
   open.push(guard);
   return { guard, url, prefix, logger };
 }
+
+/**
+ * A guard on the tables for the length of `use`, closed when it settles. For tests that run
+ * concurrently (`describe.concurrent`): the `afterEach` above closes every guard `guardOn` opened,
+ * those of the tests still running beside the one that ended included.
+ */
+export async function withGuardOn<T>(url: string, prefix: string, use: (guard: Guard) => Promise<T>): Promise<T> {
+  const guard = createGuard({ database: url, tablePrefix: prefix, logger: recordingLogger() });
+  try {
+    return await use(guard);
+  } finally {
+    await guard.close();
+  }
+}
