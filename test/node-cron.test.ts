@@ -2,8 +2,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createGuard } from '../src/index.js';
-import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
-import { guardOn } from './support/guards.js';
+import { databaseUrl, uniquePrefix } from './support/dialects.js';
+import { eachDialectAtOnce, type DialectCase } from './support/dialects-at-once.js';
+import { withGuardOn } from './support/guards.js';
 import type { ReplicaMessage } from './support/cron-replica-messages.js';
 import { startWorker, type Worker } from './support/processes.js';
 
@@ -15,15 +16,18 @@ interface ReplicaSpec {
   lateMs?: number;
 }
 
-/** Fresh tables on the target's database, and replicas running on them once all are ready. */
+/**
+ * Fresh tables on the target's database, and replicas running on them: started together once all
+ * are ready, and those of the other dialects' cases too (`together`).
+ */
 async function startReplicas(
-  target: DialectTarget,
+  { target, together }: DialectCase,
   specs: ReplicaSpec[],
   runForMs: number,
 ): Promise<{ url: string; prefix: string; replicas: Worker<ReplicaMessage>[] }> {
   const url = databaseUrl(target);
   const prefix = uniquePrefix();
-  await guardOn(url, prefix).guard.migrate();
+  await withGuardOn(url, prefix, (guard) => guard.migrate());
   const replicas = specs.map((spec) =>
     startWorker<ReplicaMessage>('cron-replica.ts', [
       url,
@@ -32,9 +36,12 @@ async function startReplicas(
       String(spec.durationMs),
       String(spec.lateMs ?? 0),
       String(runForMs),
+      'await-start',
     ]),
   );
   await Promise.all(replicas.map((replica) => replica.next('ready')));
+  await together();
+  for (const replica of replicas) replica.send({ type: 'start' });
   return { url, prefix, replicas };
 }
 
@@ -88,11 +95,14 @@ describe('guard.schedule options', () => {
   });
 });
 
-describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
-  describe.skipIf(target.serverUrl === null)('', () => {
-    it('runs each slot exactly once over 3 replicas, one of them late by more than the job lasts', async () => {
+// Each scenario runs on the three dialects at once (each its own tables and processes): it is
+// mostly waiting for the clock.
+describe('node-cron replicas', () => {
+  eachDialectAtOnce(
+    'runs each slot exactly once over 3 replicas, one of them late by more than the job lasts',
+    async (dialectCase) => {
       const { url, prefix, replicas } = await startReplicas(
-        target,
+        dialectCase,
         [
           { mode: 'schedule', durationMs: 200 },
           { mode: 'schedule', durationMs: 200 },
@@ -109,15 +119,18 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
       expect(inner.length).toBeGreaterThanOrEqual(10);
       expect(inner.filter((slot) => !perSlot.has(slot))).toEqual([]);
       // The late replica did try: its fires came after the slot had run, and were skipped.
-      const { guard } = guardOn(url, prefix);
-      const history = (await guard.history({ job: 'tick', limit: 1_000 })).runs;
+      const history = (await withGuardOn(url, prefix, (guard) => guard.history({ job: 'tick', limit: 1_000 }))).runs;
       expect(history.length).toBe(runs.length);
       expect(history.every((run) => run.status === 'succeeded')).toBe(true);
-    }, 60_000);
+    },
+    60_000,
+  );
 
-    it('never runs a 2.5 s job on a 1 s schedule on two replicas at once, with a coordinator lagging 300 ms', async () => {
+  eachDialectAtOnce(
+    'never runs a 2.5 s job on a 1 s schedule on two replicas at once, with a coordinator lagging 300 ms',
+    async (dialectCase) => {
       const { replicas } = await startReplicas(
-        target,
+        dialectCase,
         [
           { mode: 'coordinator', durationMs: 2_500 },
           { mode: 'coordinator', durationMs: 2_500 },
@@ -132,11 +145,15 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
         expect(runs[i]?.start ?? 0, `run ${i} started before run ${i - 1} ended`).toBeGreaterThanOrEqual(runs[i - 1]?.end ?? Infinity);
       }
       expect(new Set(runs.map((run) => run.slot)).size).toBe(runs.length);
-    }, 60_000);
+    },
+    60_000,
+  );
 
-    it('on SIGTERM finishes the run, releases, exits 0, and another replica runs the next slot, not held back by its lock', async () => {
+  eachDialectAtOnce(
+    'on SIGTERM finishes the run, releases, exits 0, and another replica runs the next slot, not held back by its lock',
+    async (dialectCase) => {
       const { url, prefix, replicas } = await startReplicas(
-        target,
+        dialectCase,
         [
           { mode: 'schedule', durationMs: 1_500 },
           { mode: 'schedule', durationMs: 1_500 },
@@ -145,7 +162,7 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
       );
       // Wait for a run to start, then stop its replica in the middle of it.
       let started: Extract<ReplicaMessage, { type: 'started' }> | undefined;
-      await expect
+      await dialectCase.expect
         .poll(
           () =>
             (started = replicas
@@ -166,7 +183,7 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
       expect(finished, 'the run in flight finished').toBeDefined();
       // The next slot after the victim released: run by the survivor, long before the victim's lock
       // (lockAtMostFor 10 s from its slot) would have expired had the release not freed it.
-      await expect
+      await dialectCase.expect
         .poll(() => survivor.received.find((m): m is Ran => m.type === 'ran' && Date.parse(m.slot) >= (finished?.end ?? Infinity)), {
           timeout: 5_000,
         })
@@ -175,11 +192,15 @@ describe.each(dialectTargets())('node-cron replicas on $name', (target) => {
       expect(Date.parse(next?.slot ?? '')).toBeLessThan(Date.parse(started.slot) + 10_000);
       survivor.child.kill('SIGTERM');
       expect(await survivor.exited).toBe(0);
-      const { guard } = guardOn(url, prefix);
-      const history = (await guard.history({ job: 'tick' })).runs;
+      const [{ runs: history }, locks] = await withGuardOn(
+        url,
+        prefix,
+        async (guard) => [await guard.history({ job: 'tick' }), await guard.locks()] as const,
+      );
       expect(history.find((run) => run.slot?.toISOString() === started?.slot)?.status).toBe('succeeded');
       expect(history.filter((run) => run.status === 'running')).toEqual([]);
-      expect((await guard.locks()).map((lock) => lock.running)).toEqual([false]);
-    }, 60_000);
-  });
+      expect(locks.map((lock) => lock.running)).toEqual([false]);
+    },
+    60_000,
+  );
 });

@@ -1,8 +1,8 @@
 // The slot ledger's "done when", with replicas in their own OS processes, on every dialect: three
 // replicas all stopped across three slots of an every-second job and started again.
 import { describe, expect } from 'vitest';
-import { databaseUrl, uniquePrefix, type DialectTarget } from './support/dialects.js';
-import { eachDialectAtOnce } from './support/dialects-at-once.js';
+import { databaseUrl, uniquePrefix } from './support/dialects.js';
+import { eachDialectAtOnce, type DialectCase } from './support/dialects-at-once.js';
 import { withGuardOn } from './support/guards.js';
 import { startWorker, type Worker } from './support/processes.js';
 
@@ -26,12 +26,13 @@ function messages<T extends Message['type']>(workers: Worker<Message>[], type: T
  * gap is what the replicas really ran: the slots strictly between the newest slot run before the
  * stop and the oldest slot fired after the restart (T0+1 to T0+3 unless a timer was very late).
  */
-async function stopAcrossThreeSlots(target: DialectTarget, catchUp: string, keepTask = false) {
+async function stopAcrossThreeSlots({ target, together }: DialectCase, catchUp: string, keepTask = false) {
   const url = databaseUrl(target);
   const prefix = uniquePrefix();
   await withGuardOn(url, prefix, (guard) => guard.migrate());
   const all = replicas(url, prefix, 3, '0ms', catchUp);
   await Promise.all(all.map((worker) => worker.next('ready')));
+  await together();
   const t0 = Math.ceil((Date.now() + 2_500) / 1_000) * 1_000;
   for (const worker of all) worker.send({ startAt: 0, pauseAt: t0 + 600, resumeAt: t0 + 3_300, stopAt: t0 + 6_500, keepTask });
   await Promise.all(all.map((worker) => worker.exited));
@@ -49,8 +50,8 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 // Each scenario runs on the three dialects at once (each its own tables and processes): it is
 // mostly waiting for the clock.
 describe('the slot ledger across replicas', () => {
-  eachDialectAtOnce('shows the three slots no replica ran as missed, and fires missed once with the three', async (target) => {
-    const { t0, url, prefix, all, ran, gap } = await stopAcrossThreeSlots(target, '-');
+  eachDialectAtOnce('shows the three slots no replica ran as missed, and fires missed once with the three', async (dialectCase) => {
+    const { t0, url, prefix, all, ran, gap } = await stopAcrossThreeSlots(dialectCase, '-');
     expect(gap.map(iso)).toEqual([iso(t0 + 1_000), iso(t0 + 2_000), iso(t0 + 3_000)]);
     const slots = ran.map((message) => message.slot);
     expect(new Set(slots).size).toBe(slots.length);
@@ -71,8 +72,8 @@ describe('the slot ledger across replicas', () => {
   ] as const) {
     eachDialectAtOnce(
       `with catchUp: '10s', runs the newest missed slot once, on one replica (replicas ${replicasWere})`,
-      async (target) => {
-        const { t0, url, prefix, all, ran } = await stopAcrossThreeSlots(target, '10s', keepTask);
+      async (dialectCase) => {
+        const { t0, url, prefix, all, ran } = await stopAcrossThreeSlots(dialectCase, '10s', keepTask);
         const catchUps = ran.filter((message) => message.catchUp);
         expect(catchUps).toHaveLength(1);
         expect(catchUps[0]?.slot).toBe(iso(t0 + 3_000));
@@ -92,27 +93,31 @@ describe('the slot ledger across replicas', () => {
     );
   }
 
-  eachDialectAtOnce('shows slots eaten by a lockAtLeastFor longer than the interval as overlapped, and doctor flags it', async (target) => {
-    const url = databaseUrl(target);
-    const prefix = uniquePrefix();
-    await withGuardOn(url, prefix, (guard) => guard.migrate());
-    const workers = replicas(url, prefix, 3, '2500ms', '-');
-    await Promise.all(workers.map((worker) => worker.next('ready')));
-    const t0 = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
-    for (const worker of workers) worker.send({ startAt: 0, stopAt: t0 + 7_500 });
-    await Promise.all(workers.map((worker) => worker.exited));
-    expect(messages(workers, 'missed')).toEqual([]);
-    const [[ledger], diagnoses] = await withGuardOn(
-      url,
-      prefix,
-      async (guard) =>
-        [await guard.slots({ job: 'tick', since: new Date(t0), until: new Date(t0 + 7_000) }), await guard.doctor()] as const,
-    );
-    const outcomes = ledger?.slots.map((entry) => entry.outcome) ?? [];
-    expect(outcomes).toHaveLength(7);
-    expect(outcomes.filter((outcome) => outcome === 'overlapped').length).toBeGreaterThanOrEqual(4);
-    expect(outcomes.every((outcome) => outcome === 'overlapped' || outcome === 'succeeded')).toBe(true);
-    const diagnosis = diagnoses.find((job) => job.job === 'tick');
-    expect(diagnosis?.problems.join('\n')).toMatch(/lockAtLeastFor \(2500 ms\) is at or above the schedule's interval \(1000 ms\)/);
-  });
+  eachDialectAtOnce(
+    'shows slots eaten by a lockAtLeastFor longer than the interval as overlapped, and doctor flags it',
+    async (dialectCase) => {
+      const url = databaseUrl(dialectCase.target);
+      const prefix = uniquePrefix();
+      await withGuardOn(url, prefix, (guard) => guard.migrate());
+      const workers = replicas(url, prefix, 3, '2500ms', '-');
+      await Promise.all(workers.map((worker) => worker.next('ready')));
+      await dialectCase.together();
+      const t0 = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
+      for (const worker of workers) worker.send({ startAt: 0, stopAt: t0 + 7_500 });
+      await Promise.all(workers.map((worker) => worker.exited));
+      expect(messages(workers, 'missed')).toEqual([]);
+      const [[ledger], diagnoses] = await withGuardOn(
+        url,
+        prefix,
+        async (guard) =>
+          [await guard.slots({ job: 'tick', since: new Date(t0), until: new Date(t0 + 7_000) }), await guard.doctor()] as const,
+      );
+      const outcomes = ledger?.slots.map((entry) => entry.outcome) ?? [];
+      expect(outcomes).toHaveLength(7);
+      expect(outcomes.filter((outcome) => outcome === 'overlapped').length).toBeGreaterThanOrEqual(4);
+      expect(outcomes.every((outcome) => outcome === 'overlapped' || outcome === 'succeeded')).toBe(true);
+      const diagnosis = diagnoses.find((job) => job.job === 'tick');
+      expect(diagnosis?.problems.join('\n')).toMatch(/lockAtLeastFor \(2500 ms\) is at or above the schedule's interval \(1000 ms\)/);
+    },
+  );
 });

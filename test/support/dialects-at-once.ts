@@ -1,20 +1,51 @@
-import { describe, it } from 'vitest';
+import { describe, it, type ExpectStatic } from 'vitest';
 import { dialectTargets, type DialectTarget } from './dialects.js';
+
+/** One dialect's case of a scenario that `eachDialectAtOnce` runs on every dialect at once. */
+export interface DialectCase {
+  readonly target: DialectTarget;
+  /** The case's own `expect` (its test context's): `expect.poll` refuses the global one in a concurrent test. */
+  readonly expect: ExpectStatic;
+  /**
+   * Resolves once every case of the scenario has called it (or ended). Call it once the case's
+   * processes are up and before the window it measures: the windows then start after every
+   * process of every case has started (the CPU-heavy part), and overlap only one another.
+   */
+  together(): Promise<void>;
+}
+
+/** Resolves `arrive()` for everyone once `count` callers have arrived; one caller arriving twice counts once. */
+function barrier(count: number): (who: string) => Promise<void> {
+  const arrived = new Set<string>();
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return (who) => {
+    arrived.add(who);
+    if (arrived.size >= count) open();
+    return opened;
+  };
+}
 
 /**
  * One scenario on every dialect at the same time: a test named `scenario`, with one case per dialect
- * ('on sqlite', 'on postgres', 'on mysql'), the three started together and the next scenario only
- * once all three have ended. For scenarios that spend their time waiting on the clock (replica
- * processes ticking every second): each case has its own tables and its own processes, and since
- * the three start together, no case's processes start up (the CPU-heavy part) while another case is
- * already in the window it measures. Close guards within the case (`withGuardOn`), never with
- * `guardOn`, whose `afterEach` would close the guards of the cases still running.
+ * ('on sqlite', 'on postgres', 'on mysql'), the cases started together and the next scenario only
+ * once all have ended. For scenarios that spend their time waiting on the clock (replica processes
+ * ticking every second), each case on its own tables with its own processes. Close guards within
+ * the case (`withGuardOn`), never with `guardOn`, whose `afterEach` would close the guards of the
+ * cases still running.
  */
-export function eachDialectAtOnce(scenario: string, run: (target: DialectTarget) => Promise<void>, timeoutMs?: number): void {
+export function eachDialectAtOnce(scenario: string, run: (dialectCase: DialectCase) => Promise<void>, timeoutMs?: number): void {
+  const targets = dialectTargets();
+  const arrive = barrier(targets.filter((target) => target.serverUrl !== null).length);
   describe(scenario, () => {
-    it.concurrent.for(dialectTargets())('on $name', timeoutMs === undefined ? {} : { timeout: timeoutMs }, async (target, { skip }) => {
-      if (target.serverUrl === null) skip(`no ${target.name} server`);
-      await run(target);
+    it.concurrent.for(targets)('on $name', timeoutMs === undefined ? {} : { timeout: timeoutMs }, async (target, context) => {
+      if (target.serverUrl === null) context.skip(`no ${target.name} server`);
+      try {
+        await run({ target, expect: context.expect, together: () => arrive(target.name) });
+      } finally {
+        // A case that failed or never called together() must not hold the others back.
+        void arrive(target.name);
+      }
     });
   });
 }
