@@ -1,9 +1,9 @@
 // Operator controls across OS processes, on every dialect (issue 17's "done when"): 3 replicas
 // of an every-second guard.schedule job, steered by the `cronguard` command from another process.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { dialectTargets, type DialectTarget } from './support/dialects.js';
-import { guardOn } from './support/guards.js';
+import { beforeAll, describe, expect } from 'vitest';
+import { eachDialectAtOnce, type DialectCase } from './support/dialects-at-once.js';
+import { withGuardOn } from './support/guards.js';
 import type { Worker } from './support/processes.js';
 import { startReplicaGroup } from './support/replica-group.js';
 import { assertBuilt } from './support/run-process.js';
@@ -16,8 +16,11 @@ type Ran = Extract<Message, { type: 'ran' }>;
 
 beforeAll(() => assertBuilt());
 
-function startReplicas(target: DialectTarget, mode: 'ok' | 'fail', pollInterval: string, runForMs: number) {
-  return startReplicaGroup<Message>(target, 'controlled-replica.ts', 3, [mode, pollInterval, String(runForMs)]);
+/** Three replicas on fresh tables; resolves once those of the other dialects' cases are up too. */
+async function startReplicas({ target, together }: DialectCase, mode: 'ok' | 'fail', pollInterval: string, runForMs: number) {
+  const group = await startReplicaGroup<Message>(target, 'controlled-replica.ts', 3, [mode, pollInterval, String(runForMs)]);
+  await together();
+  return group;
 }
 
 function runsOf(replicas: Worker<Message>[]): Ran[] {
@@ -31,16 +34,19 @@ async function stopAll(replicas: Worker<Message>[]): Promise<void> {
   await Promise.all(replicas.map((replica) => replica.exited));
 }
 
-describe.each(dialectTargets())('operator controls across processes on $name', (target) => {
-  describe.skipIf(target.serverUrl === null)('', () => {
-    it('pause stops every replica from the next slot on, resume restarts them, pause --until lifts itself, trigger runs once', async () => {
+// Each scenario runs on the three dialects at once (each its own tables and processes): it is
+// mostly waiting for the clock.
+describe('operator controls across processes', () => {
+  eachDialectAtOnce(
+    'pause stops every replica from the next slot on, resume restarts them, pause --until lifts itself, trigger runs once',
+    async (dialectCase) => {
       // PostgreSQL hears of a trigger through LISTEN/NOTIFY: its replicas poll at the default 5 s,
       // and the run must still start within a second. The others poll every second.
-      const pollMs = target.name === 'postgres' ? 5_000 : 1_000;
-      const { url, prefix, replicas, cronguard } = await startReplicas(target, 'ok', `${pollMs}ms`, 60_000);
+      const pollMs = dialectCase.target.name === 'postgres' ? 5_000 : 1_000;
+      const { url, prefix, replicas, cronguard } = await startReplicas(dialectCase, 'ok', `${pollMs}ms`, 60_000);
       try {
         const startedAfter = (at: number): Ran[] => runsOf(replicas).filter((run) => run.start > at);
-        await expect.poll(() => startedAfter(0).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+        await dialectCase.expect.poll(() => startedAfter(0).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
 
         // Pause: from the next slot on, no replica starts it (a run whose take committed before
         // the pause may start a few ms after the command returned).
@@ -49,19 +55,21 @@ describe.each(dialectTargets())('operator controls across processes on $name', (
         expect(startedAfter(paused + 500)).toEqual([]);
 
         const resumed = await cronguard('resume', 'tick', '--by', 'tester');
-        await expect.poll(() => startedAfter(resumed).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+        await dialectCase.expect.poll(() => startedAfter(resumed).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
 
         // pause --until 3s: nothing for about 3 s, then it runs again by itself.
         const pausedUntil = await cronguard('pause', 'tick', '--until', '3s');
-        await expect.poll(() => startedAfter(pausedUntil + 3_000).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+        await dialectCase.expect.poll(() => startedAfter(pausedUntil + 3_000).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
         expect(startedAfter(pausedUntil + 500).filter((run) => run.start < pausedUntil + 2_500)).toEqual([]);
         // Slots run again, so that the ones before the trigger are not paused ones.
         await sleep(3_000);
 
         // Trigger: one manual run (no slot), within the poll bound; the slots around it run once each.
         const triggered = await cronguard('trigger', 'tick', '--by', 'tester');
-        const boundMs = target.name === 'postgres' ? 1_000 : pollMs + 1_000;
-        await expect.poll(() => startedAfter(triggered - 1_000).filter((run) => run.slot === null).length, { timeout: 10_000 }).toBe(1);
+        const boundMs = dialectCase.target.name === 'postgres' ? 1_000 : pollMs + 1_000;
+        await dialectCase.expect
+          .poll(() => startedAfter(triggered - 1_000).filter((run) => run.slot === null).length, { timeout: 10_000 })
+          .toBe(1);
         await sleep(3_000);
         const manual = runsOf(replicas).filter((run) => run.slot === null);
         expect(manual).toHaveLength(1);
@@ -80,21 +88,28 @@ describe.each(dialectTargets())('operator controls across processes on $name', (
         const missed = around.filter((slot) => !perSlot.has(slot));
         expect(missed.filter((slot) => Date.parse(slot) < held.start - 100 || Date.parse(slot) > held.end + 100)).toEqual([]);
 
-        const { guard } = guardOn(url, prefix);
-        const { runs } = await guard.history({ job: 'tick', limit: 1_000 });
+        const [{ runs }, controls] = await withGuardOn(
+          url,
+          prefix,
+          async (guard) => [await guard.history({ job: 'tick', limit: 1_000 }), await guard.controls('tick')] as const,
+        );
         expect(runs.filter((run) => run.triggeredBy !== null).map((run) => [run.slot, run.triggeredBy])).toEqual([[null, 'tester']]);
-        expect((await guard.controls('tick')).map((entry) => entry.action)).toEqual(['trigger', 'pause', 'resume', 'pause']);
+        expect(controls.map((entry) => entry.action)).toEqual(['trigger', 'pause', 'resume', 'pause']);
       } finally {
         await stopAll(replicas);
       }
-    }, 90_000);
+    },
+    90_000,
+  );
 
-    it('auto-pauses a job after 3 failed runs in a row, once, whichever replicas ran them', async () => {
-      const { url, prefix, replicas } = await startReplicas(target, 'fail', '1s', 60_000);
+  eachDialectAtOnce(
+    'auto-pauses a job after 3 failed runs in a row, once, whichever replicas ran them',
+    async (dialectCase) => {
+      const { url, prefix, replicas } = await startReplicas(dialectCase, 'fail', '1s', 60_000);
       try {
         const pausedEvents = (): Message[] =>
           replicas.flatMap((replica) => replica.received.filter((message) => message.type === 'paused'));
-        await expect.poll(() => pausedEvents().length, { timeout: 20_000 }).toBe(1);
+        await dialectCase.expect.poll(() => pausedEvents().length, { timeout: 20_000 }).toBe(1);
         await sleep(2_500);
         expect(pausedEvents()).toHaveLength(1);
         expect(pausedEvents()[0]).toMatchObject({
@@ -104,17 +119,21 @@ describe.each(dialectTargets())('operator controls across processes on $name', (
         });
         // The first runs may have started before every replica was up; none after the third failure.
         expect(runsOf(replicas)).toHaveLength(3);
-        const { guard } = guardOn(url, prefix);
-        expect((await guard.history({ job: 'tick' })).runs.map((run) => run.status)).toEqual(['failed', 'failed', 'failed']);
-        const [lock] = await guard.locks();
+        const [{ runs }, [lock], controls] = await withGuardOn(
+          url,
+          prefix,
+          async (guard) => [await guard.history({ job: 'tick' }), await guard.locks(), await guard.controls('tick')] as const,
+        );
+        expect(runs.map((run) => run.status)).toEqual(['failed', 'failed', 'failed']);
         expect(lock?.paused).toMatchObject({
           until: null,
           reason: expect.stringContaining('auto-paused after 3 failed runs in a row'),
         });
-        expect((await guard.controls('tick')).map((entry) => entry.action)).toEqual(['auto-pause']);
+        expect(controls.map((entry) => entry.action)).toEqual(['auto-pause']);
       } finally {
         await stopAll(replicas);
       }
-    }, 90_000);
-  });
+    },
+    90_000,
+  );
 });

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { databaseUrl, uniquePrefix, type DialectTarget } from './dialects.js';
-import { guardOn } from './guards.js';
+import { withGuardOn } from './guards.js';
 import { startWorker, type Worker } from './processes.js';
 import { describeResult, repoRoot, runProcess } from './run-process.js';
 
@@ -28,7 +28,7 @@ export async function startReplicaGroup<Message extends { type: string }>(
 ): Promise<ReplicaGroup<Message>> {
   const url = databaseUrl(target);
   const prefix = uniquePrefix();
-  await guardOn(url, prefix).guard.migrate();
+  await withGuardOn(url, prefix, (guard) => guard.migrate());
   const replicas = Array.from({ length: count }, () => startWorker<Message>(fixture, [url, prefix, ...args]));
   await Promise.all(replicas.map((replica) => replica.next('ready')));
   const cronguard = async (...command: string[]): Promise<number> => {
