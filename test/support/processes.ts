@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { compiledFixture } from './compiled-fixtures.js';
 
-/** A worker in its own OS process, running a TypeScript fixture through tsx. */
+/** A worker in its own OS process, running a TypeScript fixture compiled to JavaScript (compiled-fixtures.ts) on the built package. */
 export interface Worker<Message> {
   readonly child: ChildProcess;
   /** Resolves with the next message of the given type. */
@@ -23,8 +23,8 @@ export function startWorker<Message extends { type: string }>(
   args: string[],
   options: { clockOffset?: string; exposeGc?: boolean } = {},
 ): Worker<Message> {
-  const path = fileURLToPath(new URL(`../fixtures/${fixture}`, import.meta.url));
-  const nodeArgs = ['--import', 'tsx', ...(options.exposeGc === true ? ['--expose-gc'] : [])];
+  const path = compiledFixture(fixture);
+  const nodeArgs = options.exposeGc === true ? ['--expose-gc'] : [];
   const viaFaketime =
     options.clockOffset === undefined ? {} : { execPath: 'faketime', execArgv: ['-f', options.clockOffset, process.execPath, ...nodeArgs] };
   const child = fork(path, args, {
