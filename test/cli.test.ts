@@ -220,8 +220,10 @@ describe('cronguard usage errors', () => {
         message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/,
       },
     ];
-    for (const { args, message } of cases) {
-      const result = await cronguard(args);
+    // The commands run side by side (each its own process, nothing shared): the checks, in order, after.
+    const results = await Promise.all(cases.map(({ args }) => cronguard(args)));
+    for (const [index, { args, message }] of cases.entries()) {
+      const result = results[index] as Awaited<ReturnType<typeof cronguard>>;
       expect(result.code, args.join(' ')).toBe(2);
       expect(result.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
       expect(result.stderr, args.join(' ')).toMatch(message);
@@ -270,8 +272,9 @@ describe('cronguard usage errors', () => {
         message: 'Expected --database to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"',
       },
     ];
-    for (const { args, message } of cases) {
-      expect(await cronguard(args), args.join(' ')).toEqual({ code: 2, stdout: '', stderr: `cronguard: ${message}\n` });
+    const results = await Promise.all(cases.map(({ args }) => cronguard(args)));
+    for (const [index, { args, message }] of cases.entries()) {
+      expect(results[index], args.join(' ')).toEqual({ code: 2, stdout: '', stderr: `cronguard: ${message}\n` });
     }
     expect(await cronguard(['locks'], { DATABASE_URL: 'foo://x' })).toMatchObject({
       code: 2,
@@ -299,8 +302,10 @@ describe('cronguard usage errors', () => {
   });
 
   it('prints help with exit 0, for --help, -h and help', async () => {
-    for (const args of [['--help'], ['-h'], ['help'], ['locks', '--help']]) {
-      const result = await cronguard(args);
+    const commands = [['--help'], ['-h'], ['help'], ['locks', '--help']];
+    const results = await Promise.all(commands.map((args) => cronguard(args)));
+    for (const [index, args] of commands.entries()) {
+      const result = results[index] as Awaited<ReturnType<typeof cronguard>>;
       expect(result.code, args.join(' ')).toBe(0);
       expect(result.stdout, args.join(' ')).toMatch(/^Usage: cronguard <command>/);
       expect(result.stdout, args.join(' ')).toMatch(/ help +Show this help/);
