@@ -45,7 +45,7 @@ export function guardOn(url: string, prefix: string, options: Partial<GuardOptio
 
 /**
  * A guard on the tables for the length of `use`, closed when it settles. For tests that run
- * concurrently (`describe.concurrent`): the `afterEach` above closes every guard `guardOn` opened,
+ * concurrently (`eachDialectAtOnce`): the `afterEach` above closes every guard `guardOn` opened,
  * those of the tests still running beside the one that ended included.
  */
 export async function withGuardOn<T>(url: string, prefix: string, use: (guard: Guard) => Promise<T>): Promise<T> {
