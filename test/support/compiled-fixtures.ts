@@ -17,16 +17,33 @@ let compiledDir: string | undefined;
  * tsx runs, with this repository's compiler options, into `.tmp/fixtures-<pid>/test/fixtures/`,
  * beside a `src` link to the built `dist/src`: so their imports of `../../src/index.js` load the
  * built package (as `npm test` builds it first), and bare imports resolve from the repository's
- * node_modules, as before.
+ * node_modules, as before. The folder goes when the process exits; the folders of test processes
+ * that ended without an exit event (killed by the runner) go when the next one compiles.
  */
 export function compiledFixture(fixture: string): string {
   compiledDir ??= compileFixtures();
   return join(compiledDir, fixture.replace(/\.ts$/, '.js'));
 }
 
+/** Whether a process of this id is running (a test process killed by its runner leaves its folder behind). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 function compileFixtures(): string {
   assertBuilt();
-  const root = join(repoRoot, '.tmp', `fixtures-${process.pid}`);
+  const tmp = join(repoRoot, '.tmp');
+  mkdirSync(tmp, { recursive: true });
+  for (const name of readdirSync(tmp)) {
+    const pid = /^fixtures-(\d+)$/.exec(name)?.[1];
+    if (pid !== undefined && !running(Number(pid))) rmSync(join(tmp, name), { recursive: true, force: true });
+  }
+  const root = join(tmp, `fixtures-${process.pid}`);
   rmSync(root, { recursive: true, force: true });
   const out = join(root, 'test', 'fixtures');
   mkdirSync(out, { recursive: true });
