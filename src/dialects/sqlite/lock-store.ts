@@ -1,28 +1,12 @@
-import { CompiledQuery, type Kysely } from 'kysely';
-import { namedStatement, type NamedStatement } from '../common/named-parameters.js';
+import type { Kysely } from 'kysely';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { kyselyRunner, nativeRunner, type LazySqliteDatabase, type SqliteRunner, type TransactionBody } from './statement-runner.js';
 import type { RunValues, SlotOfJob, TokenOfJob } from './lock-statement-values.js';
-
-/** UTC with milliseconds and a fixed width, so that text order is time order. */
-const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
-
-/** A SQLite date modifier adding a duration: '+1.5 seconds'. */
-function plusSeconds(ms: number): string {
-  return `+${ms / 1_000} seconds`;
-}
-
-/** A statement with `:name` parameters, sent with `?` marks (laid out once, when the store is built). */
-function statement<Values extends object>(text: string): NamedStatement<Values> {
-  return namedStatement<Values>(text, 'positional');
-}
-
-/** One call of a statement, with its values in the statement's order. */
-function call<Values extends object>(named: NamedStatement<Values>, values: Values): CompiledQuery {
-  return CompiledQuery.raw(named.sql, named.parameters(values));
-}
+import { call, NOW, plusSeconds, statement } from './statement-text.js';
+import { batchAcquirer } from './batch-acquire.js';
+import { batchReleaser } from './batch-release.js';
 
 /**
  * The SQLite lock statements, built once per guard. An acquire and a release are each one short
@@ -46,15 +30,17 @@ export function createSqliteLockStore(
   // never released (a released row has none). last_slot is the slot watermark: a scheduled call
   // takes the row only when its slot is newer than the last one that ran, so a late replica never
   // runs a slot twice; an unscheduled call (slot null) ignores it and leaves it as it is.
+  // The batch take (batch-acquire.ts) ends with the same clause, for rows of many jobs.
+  const takeOnConflict = `ON CONFLICT (name) DO UPDATE
+   SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
+       locked_by = excluded.locked_by, token = excluded.token, last_slot = coalesce(excluded.last_slot, last_slot)
+ WHERE lock_until <= excluded.locked_at AND ${operatorControls ? '(paused_at IS NULL OR paused_until <= excluded.locked_at)' : '1'}
+   AND (excluded.last_slot IS NULL OR last_slot IS NULL OR last_slot < excluded.last_slot)`;
   const acquireSql = statement<
     SlotOfJob & TokenOfJob & { lockedBy: string; lockAtMostFor: string }
   >(`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
 VALUES (:name, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', :lockAtMostFor), ${NOW}, :lockedBy, :token, :slot)
-ON CONFLICT (name) DO UPDATE
-   SET previous_token = token, lock_until = excluded.lock_until, locked_at = excluded.locked_at,
-       locked_by = excluded.locked_by, token = excluded.token, last_slot = coalesce(excluded.last_slot, last_slot)
- WHERE lock_until <= excluded.locked_at AND ${operatorControls ? '(paused_at IS NULL OR paused_until <= excluded.locked_at)' : '1'}
-   AND (excluded.last_slot IS NULL OR last_slot IS NULL OR last_slot < excluded.last_slot)
+${takeOnConflict}
 RETURNING lock_until, locked_at, previous_token`);
   // The operator's pause (guard.pause) is read from the same row, in the probe and in the take
   // above: a paused job's attempt stays one read outside any transaction, writing nothing.
@@ -124,8 +110,10 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
   const runner = runnerFor(db, native);
   const transaction = <T>(body: () => TransactionBody<T>): Promise<T> => runner.transaction(body);
 
-  return {
+  const store: LockStore = {
     synchronous: runner.synchronous,
+    acquireMany: (acquires) => acquireMany(acquires),
+    releaseMany: batchReleaser({ runner, locks, runs, history }),
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
       if (!expectFree && trigger === undefined) {
@@ -193,6 +181,18 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
       await runner.execute(call(skipSql, { name: job.name, token, slot: slotText, lockedBy, lockAtMostForMs: job.lockAtMostForMs }));
     },
   };
+  // The acquires (and releases) of one tick: one probe, then one transaction of a constant number
+  // of statements for all the jobs that look free (batch-acquire.ts, batch-release.ts).
+  const acquireMany = batchAcquirer({
+    runner,
+    locks,
+    runs,
+    history,
+    takeOnConflict,
+    pausedNow,
+    acquireOne: ({ job, request }) => store.acquire(job, request),
+  });
+  return store;
 }
 
 /**
