@@ -2,10 +2,14 @@
 // the dialect batches them (PostgreSQL: one probe, one take; issue 19). Each job keeps its own
 // decision, token, run row and slot check, and one job's failure never fails the others'. Run on
 // every dialect: the decisions are the same whether the store batches or not.
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { dialectTargets } from './support/dialects.js';
+import { createGuard } from '../src/index.js';
+import { sqlitePath } from '../src/dialects/sqlite/connection.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
+import { recordStatements } from './support/sqlite-statements.js';
 import { slotRace } from './support/slot-race.js';
 
 const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
@@ -59,6 +63,81 @@ describe.each(dialectTargets())('acquires started together on $name', (target) =
       } finally {
         release();
         await holder;
+      }
+    });
+
+    it('answers why, as alone, each job of a tick that skipped the probe and lost the take: paused, slot done, held', async () => {
+      // This guard released each lock itself last time, so its next acquires go straight to the take.
+      const { guard, url, prefix } = await migratedGuard(target);
+      for (const name of ['paused', 'done', 'held']) {
+        expect((await guard.run({ name, lockAtMostFor: '1m', slot: SLOT_2 }, () => name)).executed).toBe(true);
+      }
+      await guard.pause('paused');
+      const other = guardOn(url, prefix).guard;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let holding = false;
+      const holder = other.run({ name: 'held', lockAtMostFor: '1m' }, () => ((holding = true), held));
+      await expect.poll(() => holding).toBe(true);
+      try {
+        const results = await Promise.all(
+          ['paused', 'done', 'held', 'fresh'].map((name) =>
+            guard.run({ name, lockAtMostFor: '1m', slot: name === 'done' ? SLOT_1 : SLOT_3 }, () => name),
+          ),
+        );
+        expect(results).toEqual([
+          { executed: false, reason: 'paused' },
+          { executed: false, reason: 'slot-done' },
+          { executed: false, reason: 'locked' },
+          { executed: true, value: 'fresh' },
+        ]);
+      } finally {
+        release();
+        await holder;
+      }
+      // The losers wrote nothing: each lock row is as its own holder left it.
+      const locks = new Map((await guard.locks()).map((lock) => [lock.name, lock]));
+      expect(locks.get('paused')?.paused).not.toBeNull();
+      const { runs } = await guard.history({ limit: 50 });
+      expect(runs.map((run) => run.job).sort()).toEqual(['done', 'fresh', 'held', 'held', 'paused']);
+    });
+
+    it('marks abandoned, for each job a tick takes over, the run of a holder that never released', async () => {
+      const { guard: stuck, url, prefix } = await migratedGuard(target);
+      // A holder whose bodies outlive their 1 s locks (they ignore the signal) and never release in time.
+      let unstick!: () => void;
+      const stuckBodies = new Promise<void>((resolve) => (unstick = resolve));
+      const names = ['left-0', 'left-1', 'left-2'];
+      let started = 0;
+      const stuckRuns = Promise.all(
+        names.map((name) => stuck.run({ name, lockAtMostFor: '1s' }, async () => ((started += 1), await stuckBodies, name))),
+      );
+      await expect.poll(() => started).toBe(names.length);
+      const successor = guardOn(url, prefix).guard;
+      try {
+        // Once the locks have expired, a tick of the successor takes them all.
+        await expect
+          .poll(
+            async () => {
+              const results = await Promise.all(names.map((name) => successor.run({ name, lockAtMostFor: '1m' }, () => name)));
+              return results.filter((result) => result.executed).length;
+            },
+            { timeout: 20_000, interval: 300 },
+          )
+          .toBe(names.length);
+        const { runs } = await successor.history({ limit: 50 });
+        for (const name of names) {
+          expect(
+            runs
+              .filter((run) => run.job === name)
+              .map((run) => run.status)
+              .sort(),
+            name,
+          ).toEqual(['abandoned', 'succeeded']);
+        }
+      } finally {
+        unstick();
+        await stuckRuns;
       }
     });
 
@@ -133,6 +212,76 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
     } finally {
       await raw.close();
       await admin.close();
+    }
+  });
+});
+
+const sqlite = dialectTargets().find((target) => target.name === 'sqlite');
+
+describe.skipIf(sqlite === undefined)('batched acquires on sqlite', () => {
+  const target = sqlite as NonNullable<typeof sqlite>;
+
+  it('sends the acquires of one tick as the same few statements, whatever the number of jobs', async () => {
+    const database = new Database(sqlitePath(databaseUrl(target)));
+    const guard = createGuard({ database, tablePrefix: uniquePrefix() });
+    const recorder = recordStatements(database);
+    try {
+      await guard.migrate();
+      await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => undefined);
+      const sent = new Map<number, { won: string[]; lost: string[] }>();
+      for (const count of [3, 10, 40]) {
+        const names = Array.from({ length: count }, (_, index) => `job-${count}-${index}`);
+        // A tick of new jobs: all won (then released, in one batch too).
+        recorder.take();
+        const won = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot: SLOT_2 }, () => name)));
+        expect(won.every((result) => result.executed)).toBe(true);
+        const wonStatements = recorder.take();
+        // A tick of the same jobs for an older slot: this guard released them itself, so each goes
+        // straight to the take, loses it, and is told why in the same transaction.
+        const lost = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot: SLOT_1 }, () => name)));
+        expect(lost.every((result) => !result.executed && result.reason === 'slot-done')).toBe(true);
+        sent.set(count, { won: wonStatements, lost: recorder.take() });
+      }
+      // The first acquire (and release) of the turn goes at once, alone (core/tick-batch.ts), then
+      // the others together. Won: the probe, BEGIN, the take, the run rows, COMMIT, alone then
+      // together; then the releases, BEGIN, the lock rows, the run rows, COMMIT, alone then together.
+      const three = sent.get(3);
+      expect(three?.won).toHaveLength(18);
+      expect(three?.won.filter((text) => text.includes('json_each'))).toHaveLength(5);
+      // Lost: BEGIN, the take (which writes nothing), why it lost, COMMIT, alone then together.
+      expect(three?.lost).toHaveLength(8);
+      expect(three?.lost.filter((text) => text.includes('json_each'))).toHaveLength(2);
+      expect(sent.get(10)).toEqual(three);
+      expect(sent.get(40)).toEqual(three);
+    } finally {
+      recorder.stop();
+      await guard.close();
+      database.close();
+    }
+  });
+
+  it("runs the other jobs of the tick when one job's part of the batch fails", async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(target);
+    const raw = await openRaw('sqlite', url);
+    try {
+      // The database refuses the run row of one job: the batch's transaction fails as a whole, rolled back.
+      await raw.exec(`CREATE TRIGGER ${prefix}refuse BEFORE INSERT ON ${prefix}runs
+        WHEN NEW.job_name = 'bad' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+      const names = ['good-0', 'bad', 'good-1', 'good-2'];
+      const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m' }, () => name)));
+      expect(results.filter((_, index) => index !== 1)).toEqual([
+        { executed: true, value: 'good-0' },
+        { executed: true, value: 'good-1' },
+        { executed: true, value: 'good-2' },
+      ]);
+      expect(results[1]).toMatchObject({ executed: false, reason: 'error' });
+      expect(results[1]?.executed === false && results[1].reason === 'error' ? results[1].error.code : undefined).toBe('ACQUIRE_FAILED');
+      expect(logger.errors.join('\n')).toContain('refused by the test');
+      // Nothing of the failed job's attempt stayed behind: its lock is free for the next one.
+      await raw.exec(`DROP TRIGGER ${prefix}refuse`);
+      expect(await guard.run({ name: 'bad', lockAtMostFor: '1m' }, () => 'now')).toEqual({ executed: true, value: 'now' });
+    } finally {
+      await raw.close();
     }
   });
 });

@@ -3,15 +3,41 @@
 // lockAtLeastFor, its own run outcome, and a lock lost meanwhile is still told apart. Run on every
 // dialect: the outcomes are the same whether the store batches releases or not.
 import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { createGuard } from '../src/index.js';
-import { dialectTargets } from './support/dialects.js';
+import { createGuard, type Guard } from '../src/index.js';
+import { sqlitePath } from '../src/dialects/sqlite/connection.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
+import { recordStatements } from './support/sqlite-statements.js';
 
 /** A token no execution of the guard has: the lock row of a job "taken by someone else". */
 const OTHER_TOKEN = '00000000-0000-4000-8000-000000000000';
+
+/** Runs each job on `guard`, its body waiting for one gate; resolves once every body runs, `end` opens the gate. */
+async function gatedRuns(guard: Guard, jobs: readonly { name: string; lockAtLeastFor?: string; fails?: boolean }[]) {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let running = 0;
+  const results = Promise.allSettled(
+    jobs.map(({ name, lockAtLeastFor, fails }) =>
+      guard.run({ name, lockAtMostFor: '1m', ...(lockAtLeastFor === undefined ? {} : { lockAtLeastFor }) }, async () => {
+        running += 1;
+        await gate;
+        if (fails === true) throw new Error(`${name} broke: "quoted", back\\slash,\nnew line, é 🦀`);
+        return name;
+      }),
+    ),
+  );
+  await expect.poll(() => running, { timeout: 10_000 }).toBe(jobs.length);
+  // All bodies end in the same turn of the event loop: their releases are one batch.
+  return { end: () => (open(), results) };
+}
+
+/** A job name JSON has to escape, with characters beyond ASCII. */
+const SHORT = 'short "é 🦀" \\ end';
 
 describe.each(dialectTargets())('releases ending together on $name', (target) => {
   describe.skipIf(target.serverUrl === null)('', () => {
@@ -153,6 +179,69 @@ describe.each(dialectTargets())('releases ending together on $name', (target) =>
         await raw.close();
       }
     });
+
+    it('keeps in a batch a job name and an error text that need escaping, each lockAtLeastFor to the millisecond, and reports the job whose token was taken as lost', async () => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      const lostEvents: string[] = [];
+      guard.on('lock-lost', ({ job, during }) => void lostEvents.push(`${job}:${during}`));
+      const runs = await gatedRuns(guard, [
+        { name: 'kept', lockAtLeastFor: '50s' },
+        { name: 'failing', fails: true },
+        { name: SHORT },
+        { name: 'lost' },
+      ]);
+      // Meanwhile, someone else took the lock of 'lost' (as after its expiry): its token no longer matches.
+      const raw = await openRaw(target.name, url);
+      try {
+        await raw.query(`UPDATE ${prefix}locks SET token = ?, locked_by = ? WHERE name = ?`, ['someone-else', 'other', 'lost']);
+      } finally {
+        await raw.close();
+      }
+      const results = await runs.end();
+      expect(results.map((result) => (result.status === 'fulfilled' ? result.value : String(result.reason)))).toEqual([
+        { executed: true, value: 'kept' },
+        expect.stringContaining('failing broke'),
+        { executed: true, value: SHORT },
+        { executed: true, value: 'lost' },
+      ]);
+      await expect.poll(() => lostEvents, { timeout: 10_000 }).toEqual(['lost:release']);
+
+      const history = (await guard.history({ limit: 50 })).runs;
+      const byJob = (job: string) => history.find((run) => run.job === job);
+      expect(byJob('kept')).toMatchObject({ status: 'succeeded', error: null, overran: false });
+      expect(byJob('failing')).toMatchObject({
+        status: 'failed',
+        error: 'failing broke: "quoted", back\\slash,\nnew line, é 🦀',
+        overran: false,
+      });
+      expect(byJob(SHORT)).toMatchObject({ status: 'succeeded', error: null, overran: false });
+      expect(byJob('lost')).toMatchObject({ status: 'succeeded', error: null, overran: true });
+      for (const job of ['kept', 'failing', SHORT, 'lost']) {
+        expect(byJob(job)?.finishedAt, job).toBeInstanceOf(Date);
+        expect(byJob(job)?.durationMs, job).toBeGreaterThanOrEqual(0);
+      }
+
+      // Each lock as its own release left it: 'kept' held for lockAtLeastFor (50 s from when it was
+      // taken) with nobody running; SHORT and 'failing' free; 'lost' still the other taker's.
+      const locks = new Map((await guard.locks()).map((lock) => [lock.name, lock]));
+      const kept = locks.get('kept');
+      expect(kept).toMatchObject({ state: 'held', running: false });
+      expect((kept?.lockUntil.getTime() ?? 0) - (kept?.lockedAt.getTime() ?? 0)).toBe(50_000);
+      expect(locks.get(SHORT)).toMatchObject({ state: 'free', running: false });
+      expect(locks.get('failing')).toMatchObject({ state: 'free', running: false });
+      expect(locks.get('lost')).toMatchObject({ state: 'held', running: true, lockedBy: 'other' });
+
+      const contender = guardOn(url, prefix).guard;
+      const again = await Promise.all(
+        ['kept', 'failing', SHORT, 'lost'].map((name) => contender.run({ name, lockAtMostFor: '1m' }, () => name)),
+      );
+      expect(again).toEqual([
+        { executed: false, reason: 'locked' },
+        { executed: true, value: 'failing' },
+        { executed: true, value: SHORT },
+        { executed: false, reason: 'locked' },
+      ]);
+    });
   });
 });
 
@@ -242,6 +331,83 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('release
       expect(logger.errors.join('\n')).toContain('Releasing the lock of job "bad" failed');
       expect(logger.errors.join('\n')).not.toMatch(/job "(first|good-0|good-1)"/);
       expect(await other.run({ name: 'bad', lockAtMostFor: '1m' }, () => 'next')).toEqual({ executed: false, reason: 'locked' });
+    } finally {
+      await raw.close();
+    }
+  });
+});
+
+const sqlite = dialectTargets().find((target) => target.name === 'sqlite');
+
+describe.skipIf(sqlite === undefined)('batched releases on sqlite', () => {
+  const target = sqlite as NonNullable<typeof sqlite>;
+
+  it('sends the releases of one turn as one batch transaction, a bounded number of statements whatever the number of jobs', async () => {
+    const database = new Database(sqlitePath(databaseUrl(target)));
+    const guard = createGuard({ database, tablePrefix: uniquePrefix() });
+    const recorder = recordStatements(database);
+    try {
+      await guard.migrate();
+      const sent = new Map<number, string[]>();
+      for (const count of [3, 10, 40]) {
+        const runs = await gatedRuns(
+          guard,
+          Array.from({ length: count }, (_, index) => ({ name: `job-${count}-${index}` })),
+        );
+        recorder.take();
+        const results = await runs.end();
+        expect(results.every((result) => result.status === 'fulfilled' && result.value.executed)).toBe(true);
+        // Without the replica's own presence row, written in the background.
+        sent.set(
+          count,
+          recorder.take().filter((text) => !/_replicas"/.test(text)),
+        );
+      }
+      // The first release of the turn goes at once, alone (core/tick-batch.ts), then the others
+      // together: one batch whatever N. Each is BEGIN, the lock rows, the run rows, COMMIT.
+      for (const [count, statements] of sent) {
+        expect(
+          statements.filter((text) => text.includes('json_each')),
+          String(count),
+        ).toHaveLength(2);
+        expect(statements.length, String(count)).toBeLessThanOrEqual(8);
+      }
+      const history = (await guard.history({ limit: 100 })).runs;
+      expect(history.filter((run) => run.status === 'succeeded' && !run.overran)).toHaveLength(53);
+      expect((await guard.locks()).every((lock) => lock.state === 'free' && !lock.running)).toBe(true);
+    } finally {
+      recorder.stop();
+      await guard.close();
+      database.close();
+    }
+  });
+
+  it("releases the other jobs of the turn when one job's part of the batch fails, and leaves that one's lock to expire", async () => {
+    const { guard, url, prefix, logger } = await migratedGuard(target);
+    const raw = await openRaw('sqlite', url);
+    try {
+      // The database refuses to finish one job's run row: the batch fails as a whole, rolled back,
+      // and each release is retried alone.
+      await raw.exec(`CREATE TRIGGER ${prefix}refuse BEFORE UPDATE OF status ON ${prefix}runs
+        WHEN NEW.job_name = 'bad' AND NEW.status <> 'running' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+      const names = ['good-0', 'bad', 'good-1', 'good-2'];
+      const runs = await gatedRuns(
+        guard,
+        names.map((name) => ({ name })),
+      );
+      const results = await runs.end();
+      expect(results.every((result) => result.status === 'fulfilled' && result.value.executed)).toBe(true);
+      const locks = new Map((await guard.locks()).map((lock) => [lock.name, lock]));
+      for (const name of ['good-0', 'good-1', 'good-2']) expect(locks.get(name), name).toMatchObject({ state: 'free', running: false });
+      expect(locks.get('bad')).toMatchObject({ state: 'held', running: true });
+      expect(logger.errors.join('\n')).toContain('refused by the test');
+      const history = (await guard.history({ limit: 50 })).runs;
+      expect(
+        history
+          .filter((run) => run.status === 'succeeded')
+          .map((run) => run.job)
+          .sort(),
+      ).toEqual(['good-0', 'good-1', 'good-2']);
     } finally {
       await raw.close();
     }

@@ -87,7 +87,8 @@ RETURNING name, lock_until, locked_at, previous_token`);
 
   // The winners' run rows, each as the one-job start writes it: id = token, started when its lock
   // was taken and until the lock's expiry, by the values the take returned.
-  const startSql = statement<BatchStartValues>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+  const startSql =
+    statement<BatchStartValues>(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
 SELECT ${field('w', 'token')}, ${field('w', 'name')}, ${field('w', 'slot')}, 'running', :lockedBy, ${field('w', 'startedAt')},
        ${field('w', 'lockAtMostForMs')}, ${field('w', 'lockUntil')}
   FROM json_each(:winners) AS w`);
@@ -103,10 +104,15 @@ SELECT ${field('w', 'token')}, ${field('w', 'name')}, ${field('w', 'slot')}, 'ru
     }));
     const taken = yield call(takeSql, { requests: JSON.stringify(requests), lockedBy });
     const won = new Map(
-      (taken.rows as { name: string; lock_until: string; locked_at: string; previous_token: string | null }[]).map((row) => [row.name, row]),
+      (taken.rows as { name: string; lock_until: string; locked_at: string; previous_token: string | null }[]).map((row) => [
+        row.name,
+        row,
+      ]),
     );
     // A loser that came through the probe without a slot is answered 'locked' without a read, as alone.
-    const losers = requests.filter(({ name, slot }, index) => !won.has(name) && (slot !== null || toTake[index]?.request.expectFree === true));
+    const losers = requests.filter(
+      ({ name, slot }, index) => !won.has(name) && (slot !== null || toTake[index]?.request.expectFree === true),
+    );
     for (const { name } of requests) if (!won.has(name)) outcomes.set(name, 'locked');
     if (losers.length > 0) {
       const loss = yield call(lossSql, { losers: JSON.stringify(losers) });
@@ -124,7 +130,16 @@ SELECT ${field('w', 'token')}, ${field('w', 'name')}, ${field('w', 'slot')}, 'ru
       const slot = requests[index]?.slot ?? null;
       return row === undefined
         ? []
-        : [{ name: job.name, token: request.token, slot, startedAt: row.locked_at, lockUntil: row.lock_until, lockAtMostForMs: job.lockAtMostForMs }];
+        : [
+            {
+              name: job.name,
+              token: request.token,
+              slot,
+              startedAt: row.locked_at,
+              lockUntil: row.lock_until,
+              lockAtMostForMs: job.lockAtMostForMs,
+            },
+          ];
     });
     yield call(startSql, { winners: JSON.stringify(winners), lockedBy });
     return outcomes;
@@ -146,7 +161,10 @@ SELECT ${field('w', 'token')}, ${field('w', 'name')}, ${field('w', 'slot')}, 'ru
     const toTake = acquires.filter(({ request }) => request.expectFree);
     const toProbe = acquires.filter(({ request }) => !request.expectFree);
     if (toProbe.length > 0) {
-      const requests = toProbe.map(({ job, request }) => ({ name: job.name, slot: request.slot === null ? null : request.slot.toISOString() }));
+      const requests = toProbe.map(({ job, request }) => ({
+        name: job.name,
+        slot: request.slot === null ? null : request.slot.toISOString(),
+      }));
       const probe = await runner.execute(call(probeSql, { requests: JSON.stringify(requests) }));
       for (const { i, state } of probe.rows as { i: number; state: AcquireOutcome | 'free' }[]) {
         const probed = toProbe[i];
