@@ -248,17 +248,23 @@ describe.skipIf(sqlite === undefined)('batched acquires on sqlite', () => {
         expect(lost.every((result) => !result.executed && result.reason === 'slot-done')).toBe(true);
         sent.set(count, { won: wonStatements, lost: lockStatements(recorder.take()) });
       }
-      // The first acquire (and release) of the turn goes at once, alone (core/tick-batch.ts), then
-      // the others together. Won: the probe, BEGIN, the take, the run rows, COMMIT, alone then
-      // together; then the releases, BEGIN, the lock rows, the run rows, COMMIT, alone then together.
-      const three = sent.get(3);
-      expect(three?.won).toHaveLength(18);
-      expect(three?.won.filter((text) => text.includes('json_each'))).toHaveLength(5);
-      // Lost: BEGIN, the take (which writes nothing), why it lost, COMMIT, alone then together.
-      expect(three?.lost).toHaveLength(8);
-      expect(three?.lost.filter((text) => text.includes('json_each'))).toHaveLength(2);
-      expect(sent.get(10)).toEqual(three);
-      expect(sent.get(40)).toEqual(three);
+      // The first acquire (and release) of a turn goes at once, alone (core/tick-batch.ts), the
+      // others together; a busy event loop may also put all of them in the batch. Either way one
+      // batch for the tick, whatever N. Won: the probe, BEGIN, the take, the run rows, COMMIT (up
+      // to twice), then the releases: BEGIN, the lock rows, the run rows, COMMIT (up to twice).
+      // Lost: BEGIN, the take (which writes nothing), why it lost, COMMIT (up to twice).
+      for (const [count, { won, lost }] of sent) {
+        expect(
+          won.filter((text) => text.includes('json_each')),
+          `${count} won`,
+        ).toHaveLength(5);
+        expect(won.length, `${count} won`).toBeLessThanOrEqual(18);
+        expect(
+          lost.filter((text) => text.includes('json_each')),
+          `${count} lost`,
+        ).toHaveLength(2);
+        expect(lost.length, `${count} lost`).toBeLessThanOrEqual(8);
+      }
     } finally {
       recorder.stop();
       await guard.close();
