@@ -223,7 +223,7 @@ const lockStatements = (texts: readonly string[]) => texts.filter((text) => !/_r
 describe.skipIf(sqlite === undefined)('batched acquires on sqlite', () => {
   const target = sqlite as NonNullable<typeof sqlite>;
 
-  it('sends the acquires of one tick as the same few statements, whatever the number of jobs', async () => {
+  it('sends the acquires of one tick as one batch, a bounded number of statements whatever the number of jobs', async () => {
     const database = new Database(sqlitePath(databaseUrl(target)));
     const guard = createGuard({ database, tablePrefix: uniquePrefix() });
     const recorder = recordStatements(database);
