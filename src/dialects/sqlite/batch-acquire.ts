@@ -14,8 +14,6 @@ export interface BatchAcquireParts {
   readonly takeOnConflict: string;
   /** The pause test on the lock row's unqualified columns (`0` before migration 004). */
   readonly pausedNow: string;
-  /** The one-job acquire, for a batch whose acquires do not share one `lockedBy`. */
-  acquireOne(acquire: BatchedAcquire): Promise<AcquireOutcome>;
 }
 
 /** One job of a batch, as the JSON element its statements read with json_each. */
@@ -149,12 +147,11 @@ SELECT ${field('w', 'token')}, ${field('w', 'name')}, ${field('w', 'slot')}, 'ru
     const [first] = acquires;
     if (first === undefined) return [];
     // One lockedBy is bound for the whole batch (it stays a plain bound text, never JSON, exactly
-    // as alone). A guard gives all its acquires its own; a batch that mixes them goes job by job.
+    // as alone). A guard gives all its acquires its own; a batch that mixes them is refused before
+    // it sends anything, and the guard then sends each acquire alone.
     const lockedBy = first.request.lockedBy;
     if (acquires.some(({ request }) => request.lockedBy !== lockedBy)) {
-      const outcomes: AcquireOutcome[] = [];
-      for (const acquire of acquires) outcomes.push(await parts.acquireOne(acquire));
-      return outcomes;
+      throw new Error('cronguard: a SQLite batch of acquires takes one lockedBy; these go alone');
     }
     const outcomes = new Map<string, AcquireOutcome>();
     // Those whose guard released the lock itself last time skip the probe, as alone.

@@ -110,9 +110,11 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
   const runner = runnerFor(db, native);
   const transaction = <T>(body: () => TransactionBody<T>): Promise<T> => runner.transaction(body);
 
-  const store: LockStore = {
+  return {
     synchronous: runner.synchronous,
-    acquireMany: (acquires) => acquireMany(acquires),
+    // The acquires (and releases) of one tick: one probe, then one transaction of a constant number
+    // of statements for all the jobs that look free (batch-acquire.ts, batch-release.ts).
+    acquireMany: batchAcquirer({ runner, locks, runs, history, takeOnConflict, pausedNow }),
     releaseMany: batchReleaser({ runner, locks, runs, history }),
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();
@@ -181,18 +183,6 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
       await runner.execute(call(skipSql, { name: job.name, token, slot: slotText, lockedBy, lockAtMostForMs: job.lockAtMostForMs }));
     },
   };
-  // The acquires (and releases) of one tick: one probe, then one transaction of a constant number
-  // of statements for all the jobs that look free (batch-acquire.ts, batch-release.ts).
-  const acquireMany = batchAcquirer({
-    runner,
-    locks,
-    runs,
-    history,
-    takeOnConflict,
-    pausedNow,
-    acquireOne: ({ job, request }) => store.acquire(job, request),
-  });
-  return store;
 }
 
 /**
