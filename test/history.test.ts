@@ -233,18 +233,18 @@ describe.each(dialectTargets())('history on $name', (target) => {
       try {
         await guard.migrate();
         await guard.run({ name: 'counted', lockAtMostFor: '1m' }, () => undefined);
-        // The replica's version row, written in the background after its first lock, is not one of
-        // the statements counted: wait until it is there.
-        await expect.poll(async () => (await guard.versions()).replicas.length, { timeout: 10_000 }).toBe(1);
         await guard.history();
+        // The replica's version row is written (and old ones pruned) in the background after its
+        // first lock, whenever that lands: those writes are not the reads counted here.
+        const sent = () => log.filter((query) => !/^\s*(INSERT|UPDATE|DELETE)\b[^]*_replicas/i.test(query.sql));
         // The schema version is read until it shows the controls, then remembered (migrations only go forward).
         log.length = 0;
         expect((await guard.history({ job: 'counted' })).runs).toHaveLength(1);
-        expect(log.map((query) => query.sql)).toEqual([expect.stringContaining('_runs')]);
+        expect(sent().map((query) => query.sql)).toEqual([expect.stringContaining('_runs')]);
         log.length = 0;
         expect((await guard.locks()).map((lock) => lock.name)).toEqual(['counted']);
         // The lock table, and the replicas' versions (each holder's cronguard version).
-        const tablesRead = log.map((query) => /FROM ["`]?\w+_(locks|replicas)["`]?/.exec(query.sql)?.[1] ?? query.sql);
+        const tablesRead = sent().map((query) => /FROM ["`]?\w+_(locks|replicas)["`]?/.exec(query.sql)?.[1] ?? query.sql);
         expect(tablesRead.sort()).toEqual(['locks', 'replicas']);
       } finally {
         await guard.close();
