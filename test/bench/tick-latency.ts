@@ -180,17 +180,17 @@ export async function tickLatency(url: string, size: TickSize): Promise<TickLate
   try {
     // cronguard's replicas start together (migrate() is safe from every replica at once). Each
     // peer's first replica creates its schema, queues and schedules alone, then the other two
-    // start: the peers' docs do not promise concurrent first installs.
-    await Promise.all(
-      systems.map(async (system) => {
-        if (system === 'cronguard') {
-          await Promise.all(Array.from({ length: REPLICAS }, (_, index) => start(system, index)));
-        } else {
-          await start(system, 0);
-          await Promise.all(Array.from({ length: REPLICAS - 1 }, (_, index) => start(system, index + 1)));
-        }
-      }),
-    );
+    // start: the peers' docs do not promise concurrent first installs. One system after the
+    // other: cronguard's migrate() (Kysely's Migrator, which lists every schema's tables) failed
+    // once with "relation … does not exist" while graphile-worker created its schema at that instant.
+    for (const system of systems) {
+      if (system === 'cronguard') {
+        await Promise.all(Array.from({ length: REPLICAS }, (_, index) => start(system, index)));
+      } else {
+        await start(system, 0);
+        await Promise.all(Array.from({ length: REPLICAS - 1 }, (_, index) => start(system, index + 1)));
+      }
+    }
     firstSlot = Math.ceil((Date.now() + timing.leadMs) / timing.periodMs) * timing.periodMs;
     const lastSlot = firstSlot + (size.slots - 1) * timing.periodMs;
     await sleep(lastSlot + timing.graceMs - Date.now());
