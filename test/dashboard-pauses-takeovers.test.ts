@@ -117,7 +117,11 @@ describe.skipIf(!browserTestsRun())('dashboard pauses and takeovers in chromium'
         const { guard, url, prefix } = await migratedGuard(target, { lockedBy: 'slow-replica' });
         const other = guardOn(url, prefix, { lockedBy: 'other-replica' }).guard;
         // A job that ignores its signal and keeps running 2 s past its 300 ms lock.
-        const slow = guard.run({ name: 'sync', lockAtMostFor: '300ms' }, () => sleep(2_300)).catch(() => undefined);
+        let running = false;
+        const slow = guard.run({ name: 'sync', lockAtMostFor: '300ms' }, () => ((running = true), sleep(2_300))).catch(() => undefined);
+        // The other replica tries only once the slow run holds the lock: tried at the same instant
+        // on a table with no row yet, either could create the row first.
+        await expect.poll(() => running, { timeout: 20_000 }).toBe(true);
         await expect
           .poll(async () => (await other.run({ name: 'sync', lockAtMostFor: '1m' }, () => 'ok')).executed, {
             timeout: 20_000,
