@@ -10,6 +10,7 @@ import { createGuard, type Guard } from '../src/index.js';
 import { sqlitePath } from '../src/dialects/sqlite/connection.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { expectFailingReleaseAlone } from './support/ending-together.js';
 import { openRaw } from './support/raw-database.js';
 import { recordStatements } from './support/sqlite-statements.js';
 
@@ -305,32 +306,7 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('release
         BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
         CREATE TRIGGER ${prefix}refuse BEFORE UPDATE ON ${prefix}runs
           FOR EACH ROW WHEN (NEW.job_name = 'bad' AND NEW.finished_at IS NOT NULL) EXECUTE FUNCTION ${prefix}refuse();`);
-      const names = ['first', 'good-0', 'bad', 'good-1'];
-      let open!: () => void;
-      const gate = new Promise<void>((resolve) => (open = resolve));
-      let started = 0;
-      const runs = Promise.all(
-        names.map((name) =>
-          guard.run({ name, lockAtMostFor: '1m' }, async () => {
-            started += 1;
-            await gate;
-            return name;
-          }),
-        ),
-      );
-      await expect.poll(() => started).toBe(names.length);
-      open();
-      expect(await runs).toEqual(names.map((name) => ({ executed: true, value: name })));
-      // Each good job was released alone after the batch failed, with its run finished.
-      for (const name of ['first', 'good-0', 'good-1']) {
-        expect(await other.run({ name, lockAtMostFor: '1m' }, () => 'next'), name).toEqual({ executed: true, value: 'next' });
-      }
-      const { runs: history } = await guard.history({ limit: 50 });
-      expect(history.filter((run) => run.job.startsWith('good') && run.status === 'succeeded')).toHaveLength(4);
-      // The bad one failed alone, after its own retries, and said so; its lock is still held.
-      expect(logger.errors.join('\n')).toContain('Releasing the lock of job "bad" failed');
-      expect(logger.errors.join('\n')).not.toMatch(/job "(first|good-0|good-1)"/);
-      expect(await other.run({ name: 'bad', lockAtMostFor: '1m' }, () => 'next')).toEqual({ executed: false, reason: 'locked' });
+      await expectFailingReleaseAlone(guard, other, logger);
     } finally {
       await raw.close();
     }

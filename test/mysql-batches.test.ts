@@ -9,6 +9,7 @@ import { createGuard, type Guard } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard, recordingLogger } from './support/guards.js';
 import { loggedKysely } from './support/logged-kysely.js';
+import { expectFailingReleaseAlone } from './support/ending-together.js';
 import { openRaw } from './support/raw-database.js';
 
 const mysql = dialectTargets().find((target) => target.name === 'mysql');
@@ -124,32 +125,7 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       // whole, rolled back (the locks it had read FOR UPDATE and released included).
       await raw.exec(`CREATE TRIGGER ${prefix}refuse BEFORE UPDATE ON ${prefix}runs FOR EACH ROW
         BEGIN IF NEW.job_name = 'bad' AND NEW.finished_at IS NOT NULL THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF; END`);
-      const names = ['first', 'good-0', 'bad', 'good-1'];
-      let open!: () => void;
-      const gate = new Promise<void>((resolve) => (open = resolve));
-      let started = 0;
-      const runs = Promise.all(
-        names.map((name) =>
-          guard.run({ name, lockAtMostFor: '1m' }, async () => {
-            started += 1;
-            await gate;
-            return name;
-          }),
-        ),
-      );
-      await expect.poll(() => started).toBe(names.length);
-      open();
-      expect(await runs).toEqual(names.map((name) => ({ executed: true, value: name })));
-      // Each good job was released alone after the batch failed, with its run finished.
-      for (const name of ['first', 'good-0', 'good-1']) {
-        expect(await other.run({ name, lockAtMostFor: '1m' }, () => 'next'), name).toEqual({ executed: true, value: 'next' });
-      }
-      const { runs: history } = await guard.history({ limit: 50 });
-      expect(history.filter((run) => run.job.startsWith('good') && run.status === 'succeeded')).toHaveLength(4);
-      // The bad one failed alone, after its own retries, and said so; its lock is still held.
-      expect(logger.errors.join('\n')).toContain('Releasing the lock of job "bad" failed');
-      expect(logger.errors.join('\n')).not.toMatch(/job "(first|good-0|good-1)"/);
-      expect(await other.run({ name: 'bad', lockAtMostFor: '1m' }, () => 'next')).toEqual({ executed: false, reason: 'locked' });
+      await expectFailingReleaseAlone(guard, other, logger);
     } finally {
       await raw.close();
     }
