@@ -21,12 +21,26 @@ import type { AcquireStatements } from './acquire-cancel.js';
 
 type Callback = (error: unknown, result: never) => void;
 
+/**
+ * The most values a statement may bind and stay prepared on its connection. The batch statements
+ * (bound-rows.ts) bind a few values per job, so a tick of 1,000 jobs prepares texts of thousands of
+ * values; mysql2 keeps every prepared statement of a connection with a description of each of its
+ * values, and the fault scenario of 1,000 jobs × 5 bursts saw each replica's heap grow by 10 MB
+ * until every connection held every size (texts of 400 KB per connection). A statement past this
+ * bound is closed once it has answered: a tick that large prepares its statements again (one round
+ * trip each), and what stays cached per connection is the one-job statements and the batches of up
+ * to a few dozen jobs.
+ */
+const MOST_VALUES_KEPT_PREPARED = 128;
+
 /** mysql2's callback connection, as the pool hands it out. */
 interface Mysql2Connection {
   /** The server's id of this connection (its thread), from the handshake. */
   readonly threadId?: number | null;
   query(sql: string, values: unknown[], callback: Callback): unknown;
   execute(sql: string, values: unknown[], callback: Callback): unknown;
+  /** Closes the prepared statement of `sql` on the server and drops it from the connection's cache. */
+  unprepare?(sql: string): unknown;
   release(): void;
   /** Closes it and takes it out of the pool. */
   destroy(): void;
@@ -90,7 +104,15 @@ function boundParameterConnection(connection: Mysql2Connection, acquires: Acquir
         };
       }
       if (parameters.length === 0) connection.query(sql, parameters, answer);
-      else connection.execute(sql, parameters.map(bindable), answer);
+      else if (parameters.length <= MOST_VALUES_KEPT_PREPARED || connection.unprepare === undefined)
+        connection.execute(sql, parameters.map(bindable), answer);
+      else {
+        const answered = answer;
+        connection.execute(sql, parameters.map(bindable), (error, result) => {
+          connection.unprepare?.(sql);
+          answered(error, result);
+        });
+      }
     },
     release() {
       // Once shutdown cancels the acquires, a connection that ran one is closed, not reused: a

@@ -47,26 +47,38 @@ export function padded(values: readonly unknown[], width: number, count: number)
   return [...values, ...new Array<null>((rowsFor(count) - count) * width).fill(null)];
 }
 
-/**
- * A statement text per number of rows, built the first time that number is seen. `perRows` builds
- * it for `rowsFor(count)` rows (its values then `padded`); `perCount` for exactly `count` rows, for
- * a statement whose rows cannot be padded (an INSERT … VALUES, sent only for names with no row yet).
- */
-export function perCount(build: (count: number) => string): (count: number) => string {
+/** `build`, remembering its text for each number of rows up to `most` (larger ones are built each time). */
+function remembered(build: (count: number) => string, most: number): (count: number) => string {
   const built = new Map<number, string>();
   return (count) => {
     let text = built.get(count);
     if (text === undefined) {
       text = build(count);
-      built.set(count, text);
+      if (count <= most) built.set(count, text);
     }
     return text;
   };
 }
 
+/** The exact counts whose `perCount` text is kept: a text per count would otherwise keep growing with the largest batch. */
+const COUNTS_REMEMBERED = 16;
+
+/**
+ * A statement text for `rowsFor(count)` rows (its values then `padded`), built the first time that
+ * number of rows is seen and kept (one text per power of two).
+ */
 export function perRows(build: (rows: number) => string): (count: number) => string {
-  const byRows = perCount(build);
+  const byRows = remembered(build, Number.POSITIVE_INFINITY);
   return (count) => byRows(rowsFor(count));
+}
+
+/**
+ * A statement text for exactly `count` rows, for a statement whose rows cannot be padded (an
+ * INSERT … VALUES, sent only for names with no row yet, so once in a name's life): kept for the
+ * small counts, built each time past them.
+ */
+export function perCount(build: (count: number) => string): (count: number) => string {
+  return remembered(build, COUNTS_REMEMBERED);
 }
 
 /** A name's bytes as the server orders and compares them (the primary key's order): the order every batch locks rows in. */

@@ -30,7 +30,7 @@ const DESCRIPTIONS: Record<ScenarioId, string> = {
     'Lost: a tick not cut by acquireTimeout, a run while the row was held, more than one acquire of the job waiting at once (a pile-up), no run once the row is free. `test/faults/slow-database.test.ts`.',
   'pool-exhaustion':
     'Two replica processes, each with a pool of 5 connections (SQLite: its one connection), fire the same 1,000 jobs in the same second, five bursts. ' +
-    'Lost: a call that never settled or threw, a job run by no replica or by two, an error skip, heap (after a GC) growing more than 5 MB from the second burst to the last. `test/faults/pool-exhaustion.test.ts`.',
+    'Lost: a call that never settled or threw, a job run by no replica or by two, an error skip, heap (after a GC) growing more than 5 MB from the first burst to the last. `test/faults/pool-exhaustion.test.ts`.',
   'hostile-job-errors':
     'Jobs throw what breaks naive error handling: messages with NUL, lone UTF-16 surrogates, 10,000 emoji; `Object.create(null)`, a revoked Proxy, objects whose `toString` or `message` getter throws. ' +
     'Every kind at once, round after round; right after each run rejects, another replica runs the same job. ' +
