@@ -272,6 +272,22 @@ describe.skipIf(sqlite === undefined)('batched acquires on sqlite', () => {
     }
   });
 
+  it('lets a loop of runs of one job go on without waiting for the end of the turn (its statements answer within the turn)', async () => {
+    const { guard } = await migratedGuard(target);
+    await guard.run({ name: 'looped', lockAtMostFor: '1m' }, () => undefined);
+    await nextTurn();
+    // The check phase of this turn: a loop whose acquires or releases waited for the end of the
+    // turn would see it pass before its last run.
+    let turnEnded = false;
+    setImmediate(() => (turnEnded = true));
+    const ranBeforeTheTurnEnded: boolean[] = [];
+    for (let run = 0; run < 20; run += 1) {
+      const result = await guard.run({ name: 'looped', lockAtMostFor: '1m' }, () => !turnEnded);
+      ranBeforeTheTurnEnded.push(result.executed && result.value);
+    }
+    expect(ranBeforeTheTurnEnded).toEqual(new Array<boolean>(20).fill(true));
+  });
+
   it("runs the other jobs of the tick when one job's part of the batch fails", async () => {
     const { guard, url, prefix, logger } = await migratedGuard(target);
     const raw = await openRaw('sqlite', url);

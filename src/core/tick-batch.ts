@@ -31,11 +31,15 @@ interface Queued<Item, Answer> {
  * batching, and waits for nothing. The items that follow it in the same turn wait for the end of
  * that turn (`setImmediate`, the check phase, which follows without a wait) and go together, one
  * `many` call for all of them (or `one`, for a single follower). So a tick of N jobs costs two sends
- * whatever N. Two followers with the same key (a job name) never share a batch: the second goes alone.
+ * whatever N. An item whose key (a job name) was already sent or queued in this turn goes alone, at
+ * once: a tick never fires the same job twice, but a loop of `guard.run` calls on one job does, and
+ * on SQLite (whose statements answer within the turn they were asked in) every call of such a loop
+ * would otherwise wait for the end of the turn.
  */
 export class TickBatcher<Item, Answer> {
   readonly #sender: BatchSender<Item, Answer>;
   #queued: Queued<Item, Answer>[] = [];
+  /** The keys sent or queued in this turn of the event loop. */
   readonly #keys = new Set<string>();
   /** Whether an item went out in this turn of the event loop already: the next ones wait for its end. */
   #turnStarted = false;
@@ -48,6 +52,7 @@ export class TickBatcher<Item, Answer> {
   send(item: Item, key: string): Promise<Answer> {
     if (!this.#turnStarted) {
       this.#turnStarted = true;
+      this.#keys.add(key);
       setImmediate(() => this.#flush());
       return this.#alone(item);
     }
