@@ -8,6 +8,7 @@ import { createGuard } from '../src/index.js';
 import { sqlitePath } from '../src/dialects/sqlite/connection.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { countingPostgresPool } from './support/postgres-statements.js';
 import { openRaw } from './support/raw-database.js';
 import { recordStatements } from './support/sqlite-statements.js';
 import { slotRace } from './support/slot-race.js';
@@ -176,6 +177,59 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
       await raw.close();
     }
   });
+  it('sends the acquires of later turns, while an earlier acquire is unanswered, as one batch per turn (a tick spread over several turns)', async () => {
+    const { guard: releaser, url, prefix } = await migratedGuard(postgres as NonNullable<typeof postgres>);
+    const names = ['a', 'b', 'c', 'd', 'e'];
+    // The rows exist and are free, released by another guard: the counted guard probes each.
+    for (const name of names) expect((await releaser.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+    const raw = await openRaw('postgres', url);
+    const admin = await openRaw('postgres', url);
+    const counted = countingPostgresPool(url);
+    const guard = createGuard({ database: counted.pool, tablePrefix: prefix, logger: { warn: () => undefined, error: () => undefined } });
+    try {
+      await guard.migrate();
+      // Another session writes row a and has not committed: the acquire of a waits in its take.
+      await raw.exec('BEGIN');
+      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
+      const before = counted.count();
+      const runs = [guard.run({ name: 'a', lockAtMostFor: '1m' }, () => 'a')];
+      await expect
+        .poll(
+          async () =>
+            (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH taken AS%'`)).length,
+          {
+            timeout: 10_000,
+          },
+        )
+        .toBe(1);
+      // Two later turns of the event loop, two jobs each, while a is still unanswered.
+      for (const turn of [
+        ['b', 'c'],
+        ['d', 'e'],
+      ]) {
+        await new Promise((resolve) => setImmediate(resolve));
+        runs.push(...turn.map((name) => guard.run({ name, lockAtMostFor: '1m' }, () => name)));
+      }
+      await raw.exec('COMMIT');
+      expect(await Promise.all(runs)).toEqual(['a', 'b', 'c', 'd', 'e'].map((value) => ({ executed: true, value })));
+      // a: its probe and its take, alone; then each later turn: one probe and one take for its
+      // two jobs (the first of a turn waits for the end of it, as something sent before it is
+      // unanswered), where the first of each turn used to go alone: 5 probes and 5 takes.
+      const sent = counted.texts.slice(before);
+      const kinds = (pattern: RegExp) => sent.filter((text) => pattern.test(text.trimStart())).length;
+      expect([kinds(/^SELECT CASE WHEN paused_at/), kinds(/^WITH taken AS/)], 'one-job probes and takes').toEqual([1, 1]);
+      expect(
+        [kinds(/^SELECT r\.i::int/), kinds(/^WITH req AS \(\s+SELECT \* FROM unnest\([^)]*::timestamptz\[\]/)],
+        'batch probes and takes',
+      ).toEqual([2, 2]);
+    } finally {
+      await guard.close();
+      await counted.pool.end();
+      await raw.close();
+      await admin.close();
+    }
+  });
+
   it('waits, as a one-job take does, for a free row another session is writing, and takes it once that session is done', async () => {
     const { guard, url, prefix } = await migratedGuard(postgres as NonNullable<typeof postgres>);
     const raw = await openRaw('postgres', url);

@@ -4,12 +4,12 @@
 // dialect: the outcomes are the same whether the store batches releases or not.
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
 import { sqlitePath } from '../src/dialects/sqlite/connection.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { countingPostgresPool } from './support/postgres-statements.js';
 import { expectFailingReleaseAlone } from './support/ending-together.js';
 import { openRaw } from './support/raw-database.js';
 import { recordStatements } from './support/sqlite-statements.js';
@@ -252,16 +252,9 @@ const JOBS = 20;
 describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('releases ending together on postgres, counted', () => {
   it(`sends two statements for the releases of ${JOBS} jobs that end in the same turn: the first at once, the others together`, async () => {
     const { url, prefix } = await migratedGuard(postgres as NonNullable<typeof postgres>);
-    // Every statement the guard's clients are asked to run, counted on its own pool.
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
-    let statements = 0;
-    pool.on('connect', (client) => {
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        statements += 1;
-        return query(...args);
-      };
-    });
+    // The guard's statements, counted on a pool of its own.
+    const counted = countingPostgresPool(url);
+    const { pool } = counted;
     const guard = createGuard({ database: pool, tablePrefix: prefix, logger: { warn: () => undefined, error: () => undefined } });
     const names = Array.from({ length: JOBS }, (_, index) => `job-${index}`);
     try {
@@ -281,10 +274,10 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('release
         await expect.poll(() => started).toBe(JOBS);
         // Background work after a first lock (the replica's version row) is done before counting.
         await sleep(200);
-        const before = statements;
+        const before = counted.count();
         open();
         expect((await runs).every((result) => result.executed)).toBe(true);
-        return statements - before;
+        return counted.count() - before;
       };
       await round();
       expect(await round()).toBe(2);

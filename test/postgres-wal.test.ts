@@ -1,9 +1,9 @@
 // PostgreSQL only: a losing acquire must write nothing (no WAL), because N−1 replicas lose every tick.
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createGuard } from '../src/index.js';
 import { dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { countingPostgresPool } from './support/postgres-statements.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
 
 const postgres = dialectTargets().find((target) => target.name === 'postgres');
@@ -112,16 +112,9 @@ describe('losing on postgres', () => {
   it(`writes no WAL when the acquires of one tick lose together, in two statements a tick for ${BATCH} jobs (issue 19)`, async () => {
     const { guard: holder, url, prefix } = await migratedGuard(postgres);
     const names = Array.from({ length: BATCH }, (_, index) => `batch-${index}`);
-    // The contender's statements are counted on its own pool: every query its clients are asked to run.
-    const pool = new pg.Pool({ connectionString: url, max: 10 });
-    let statements = 0;
-    pool.on('connect', (client) => {
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        statements += 1;
-        return query(...args);
-      };
-    });
+    // The guard's statements, counted on a pool of its own.
+    const counted = countingPostgresPool(url);
+    const { pool } = counted;
     const contender = createGuard({ database: pool, tablePrefix: prefix, logger: { warn: () => undefined, error: () => undefined } });
     const raw = await openRaw('postgres', url);
     const tick = () => Promise.all(names.map((name) => contender.run({ name, lockAtMostFor: '1m' }, () => 'ran')));
@@ -161,7 +154,7 @@ describe('losing on postgres', () => {
         )
         .toBe(0);
 
-      statements = 0;
+      const before = counted.count();
       const ours = await walDuring(raw, async () => {
         for (let round = 0; round < ROUNDS; round += 1) {
           expect(await tick()).toEqual(names.map(() => ({ executed: false, reason: 'locked' })));
@@ -170,7 +163,7 @@ describe('losing on postgres', () => {
       expect(ours).toEqual({ bytes: 0, records: [] });
       // Two statements per tick, not one per job: the first job's at once, then one for the other
       // jobs of the turn (the take of all at the first tick, then the probe of all).
-      expect(statements).toBe(2 * ROUNDS);
+      expect(counted.count() - before).toBe(2 * ROUNDS);
     } finally {
       release();
       await holding;

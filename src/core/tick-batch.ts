@@ -31,9 +31,12 @@ interface Queued<Item, Answer> {
  * batching, and waits for nothing. The items that follow it in the same turn wait for the end of
  * that turn (`setImmediate`, the check phase, which follows without a wait) and go together, one
  * `many` call for all of them (or `one`, for a single follower). So a tick of N jobs costs two sends
- * whatever N. An item whose key (a job name) was already sent or queued in this turn goes alone, at
- * once: a tick never fires the same job twice, but a loop of `guard.run` calls on one job does, and
- * on SQLite (whose statements answer within the turn they were asked in) every call of such a loop
+ * whatever N. When a tick's fires spread over several turns (hundreds of jobs, or a busy process),
+ * the first item of a later turn joins that turn's batch while anything sent before it is still
+ * unanswered: K turns cost K + 1 sends, not 2K.
+ * An item whose key (a job name) was already sent or queued in this turn goes alone, at once: a
+ * tick never fires the same job twice, but a loop of `guard.run` calls on one job does, and on
+ * SQLite (whose statements answer within the turn they were asked in) every call of such a loop
  * would otherwise wait for the end of the turn.
  */
 export class TickBatcher<Item, Answer> {
@@ -41,8 +44,10 @@ export class TickBatcher<Item, Answer> {
   #queued: Queued<Item, Answer>[] = [];
   /** The keys sent or queued in this turn of the event loop. */
   readonly #keys = new Set<string>();
-  /** Whether an item went out in this turn of the event loop already: the next ones wait for its end. */
+  /** Whether an item came in this turn of the event loop already: the next ones wait for its end. */
   #turnStarted = false;
+  /** The sends (`one` or `many`) not answered yet. */
+  #unanswered = 0;
 
   constructor(sender: BatchSender<Item, Answer>) {
     this.#sender = sender;
@@ -50,16 +55,18 @@ export class TickBatcher<Item, Answer> {
 
   /** The answer to `item`, sent alone or in the batch of its turn of the event loop. */
   send(item: Item, key: string): Promise<Answer> {
+    if (this.#keys.has(key)) return this.#alone(item);
+    this.#keys.add(key);
     if (!this.#turnStarted) {
       this.#turnStarted = true;
-      this.#keys.add(key);
       setImmediate(() => this.#flush());
-      return this.#alone(item);
+      // The first of a turn goes at once, unless what went before it is still unanswered: a tick
+      // whose fires spread over several turns (hundreds of jobs, a busy process) then sends one
+      // batch per turn, not a lone item and a batch per turn.
+      if (this.#unanswered === 0) return this.#alone(item);
     }
-    if (this.#keys.has(key)) return this.#alone(item);
     return new Promise<Answer>((resolve, reject) => {
       this.#queued.push({ item, resolve, reject });
-      this.#keys.add(key);
     });
   }
 
@@ -74,12 +81,7 @@ export class TickBatcher<Item, Answer> {
       this.#alone(only.item).then(only.resolve, only.reject);
       return;
     }
-    let answering: Promise<readonly (Answer | undefined)[]>;
-    try {
-      answering = this.#sender.many(batch.map(({ item }) => item));
-    } catch (error) {
-      answering = Promise.reject(error as Error);
-    }
+    const answering = this.#counted(() => this.#sender.many(batch.map(({ item }) => item)));
     void answering.then(
       (answers) => {
         batch.forEach((queued, index) => {
@@ -98,10 +100,22 @@ export class TickBatcher<Item, Answer> {
   }
 
   #alone(item: Item): Promise<Answer> {
+    return this.#counted(() => this.#sender.one(item));
+  }
+
+  /** `send()`'s promise, counted in `#unanswered` until it settles (a throw is a rejection). */
+  #counted<Result>(send: () => Promise<Result>): Promise<Result> {
+    let sent: Promise<Result>;
     try {
-      return this.#sender.one(item);
+      sent = send();
     } catch (error) {
       return Promise.reject(error as Error);
     }
+    this.#unanswered += 1;
+    const answered = (): void => {
+      this.#unanswered -= 1;
+    };
+    sent.then(answered, answered);
+    return sent;
   }
 }
