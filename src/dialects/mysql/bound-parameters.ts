@@ -109,7 +109,9 @@ function boundParameterConnection(connection: Mysql2Connection, acquires: Acquir
       else {
         const answered = answer;
         connection.execute(sql, parameters.map(bindable), (error, result) => {
-          connection.unprepare?.(sql);
+          // Not on a connection that has failed (mysql2 marks the error `fatal`): a command added to
+          // it is refused with an 'error' event, which a pool passed in may not listen for.
+          if ((error as { fatal?: unknown } | null)?.fatal !== true) connection.unprepare?.(sql);
           answered(error, result);
         });
       }
