@@ -73,6 +73,53 @@ describe('the slot a call claims', () => {
   });
 });
 
+describe('the slots of one expression asked by many jobs at once', () => {
+  it('answers slotAt and fireAfter as node-cron does, whatever the order of the questions', () => {
+    // Every job of one expression shares its answers (kept in windows): at each fire, each job asks
+    // the slot it claims, the slot before it and the fire after it, and other callers ask about any
+    // time at all. Checked against node-cron's matcher walked one second at a time.
+    const everyMs = { '*/7 * * * * *': 7_000, '* * * * *': 60_000, '*/5 * * * *': 300_000, '0 */2 * * *': 7_200_000 };
+    for (const [expression, periodMs] of Object.entries(everyMs)) {
+      const task = cron.createTask(expression, () => undefined, { timezone: 'UTC' });
+      const matcher = (task as unknown as { timeMatcher: { getNextMatch(date: Date): Date } }).timeMatcher;
+      void task.destroy();
+      const nextAfter = (ms: number): number => matcher.getNextMatch(new Date(ms)).getTime();
+      // Walked forward from two periods before: the fire at or before `ms`.
+      const lastAtOrBefore = (ms: number): number => {
+        let fire = nextAfter(ms - 2 * periodMs);
+        for (let after = nextAfter(fire); after <= ms; after = nextAfter(fire)) fire = after;
+        return fire;
+      };
+      const guard = createGuard({ database: 'sqlite::memory:' });
+      const slots = guard.resolveJob({ name: 'shared', lockAtMostFor: '1m', cron: expression, timezone: 'UTC' }).cron;
+      void guard.close();
+      if (slots === undefined) throw new Error('no cron');
+      const start = Date.UTC(2026, 11, 1, 10, 0, 0);
+      let seed = 7;
+      const random = (): number => ((seed = (seed * 16_807) % 2_147_483_647) - 1) / 2_147_483_646;
+      const wrong: string[] = [];
+      let cursor = start;
+      for (let question = 0; question < 150; question += 1) {
+        // Mostly in order, as fires come (one fire on, two fires on, a little late); a third
+        // anywhere within four hours, back or forth.
+        const kind = question % 3;
+        if (kind < 2) cursor = nextAfter(kind === 0 ? cursor : nextAfter(cursor));
+        const at = kind === 2 ? start + Math.floor(random() * 4 * 3_600_000) : cursor + Math.floor(random() * 90);
+        const slot = slots.slotAt(new Date(at)).getTime();
+        const expected = lastAtOrBefore(at + EARLY_CALL_TOLERANCE_MS);
+        if (slot !== expected) wrong.push(`${expression} slotAt ${new Date(at).toISOString()}: ${new Date(slot).toISOString()}`);
+        const before = slots.slotAt(new Date(slot - 1_000)).getTime();
+        if (before !== lastAtOrBefore(slot - 1_000)) wrong.push(`${expression} slot before ${new Date(slot).toISOString()}`);
+        for (const from of [slot, at, before]) {
+          if (slots.fireAfter(new Date(from)).getTime() !== nextAfter(from))
+            wrong.push(`${expression} fireAfter ${new Date(from).toISOString()}`);
+        }
+      }
+      expect(wrong).toEqual([]);
+    }
+  });
+});
+
 describe('`cron` and `timezone` validation', () => {
   const cases: [string, Partial<RunOptions>, string][] = [
     ['a bad expression', { cron: '61 * * * *' }, 'Expected `cron` of job "nightly" to be a cron expression like'],

@@ -81,30 +81,64 @@ const MAX_KNOWN = 1_000;
 
 function cronSlots(expression: string, timezone: string | undefined): CronSlots {
   const matcher = nextFireOf(expression, timezone);
+  // node-cron computes a fire in 50 to 90 µs, and every job on this expression asks the same
+  // questions at each fire (the slot it claims, the slot before it, the fire after it: the slot
+  // ledger's checks after a win), so the answers are kept in two windows of [a fire, the next fire)
+  // and the last fire asked after. Calls of one job come in order, so most are answered from
+  // these, or with one step forward.
   const next = (ms: number): number => matcher.getNextMatch(new Date(ms)).getTime();
-  // The last slot found and the fire after it: calls of one job come in order, so most are
-  // answered from these, or with one step forward.
   let slot = Number.NaN;
   let following = Number.NaN;
+  let earlierSlot = Number.NaN;
+  let earlierFollowing = Number.NaN;
+  let askedAfter = Number.NaN;
+  let fireAfterAsked = Number.NaN;
+  /** The last fire at or before `t` (a whole second), when a window knows it. */
+  const known = (t: number): number | undefined => {
+    if (t >= slot && t < following) return slot;
+    if (t >= earlierSlot && t < earlierFollowing) return earlierSlot;
+    return undefined;
+  };
+  const remember = (found: number, after: number): void => {
+    if (Number.isNaN(slot) || found > slot) {
+      // A newer window: the current one becomes the earlier one (the slot before, asked next).
+      earlierSlot = slot;
+      earlierFollowing = following;
+      slot = found;
+      following = after;
+    } else {
+      earlierSlot = found;
+      earlierFollowing = after;
+    }
+  };
   return {
     expression,
     timezone,
     slotAt(at) {
       const t = Math.floor((at.getTime() + EARLY_CALL_TOLERANCE_MS) / 1000) * 1000;
-      if (t >= slot && t < following) return new Date(slot);
+      const hit = known(t);
+      if (hit !== undefined) return new Date(hit);
       if (t >= following) {
         const after = next(following);
         if (after > t) {
-          slot = following;
-          following = after;
+          remember(following, after);
           return new Date(slot);
         }
       }
-      slot = lastFireAtOrBefore(next, t);
-      following = next(slot);
-      return new Date(slot);
+      const found = lastFireAtOrBefore(next, t);
+      remember(found, next(found));
+      return new Date(found);
     },
-    fireAfter: (at) => new Date(next(at.getTime())),
+    fireAfter(at) {
+      const t = Math.floor(at.getTime() / 1000) * 1000;
+      if (t >= slot && t < following) return new Date(following);
+      if (t >= earlierSlot && t < earlierFollowing) return new Date(earlierFollowing);
+      if (t !== askedAfter) {
+        askedAfter = t;
+        fireAfterAsked = next(t);
+      }
+      return new Date(fireAfterAsked);
+    },
   };
 }
 
