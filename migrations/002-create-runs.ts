@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration, type SchemaModule } from 'kysely';
 import type { MigrationContext } from './context.js';
+import { existingTable } from './existing-table.js';
 
 /** The run history, one row per guarded execution; `id` is the execution's token. */
 export function createRunsTable(context: MigrationContext): Migration {
@@ -10,10 +11,7 @@ export function createRunsTable(context: MigrationContext): Migration {
       // The table checked, not IF NOT EXISTS (a team may have applied migrations/sql by hand), then
       // each index on its own: on MySQL each DDL statement commits alone, so a migration cut after
       // CREATE TABLE (a killed process, a dropped connection) must still get its indexes next time.
-      const existing = await db.introspection.getTables();
-      if (!existing.some((table) => table.name === tables.runs && (tables.schema === undefined || table.schema === tables.schema))) {
-        await createTable(schema, context);
-      }
+      if ((await existingTable(db, context, tables.runs)) === undefined) await createTable(schema, context);
       // "The newest runs of one job" (history --job, doctor) and "the newest runs" (history, prune).
       await createIndex(db, schema, context, `${tables.runs}_job_started`, ['job_name', 'started_at', 'id']);
       await createIndex(db, schema, context, `${tables.runs}_started`, ['started_at', 'id']);

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration, type SchemaModule } from 'kysely';
 import type { MigrationContext } from './context.js';
+import { existingTable } from './existing-table.js';
 
 /**
  * Operator controls (pause, resume, trigger): the pause and the pending trigger live on the lock
@@ -30,8 +31,7 @@ export function operatorControls(context: MigrationContext): Migration {
         ['trigger_force', types.boolean],
       ]);
       await addMissingColumns(db, schema, context, tables.runs, [['triggered_by', types.lockedBy]]);
-      const existing = await db.introspection.getTables();
-      if (!existing.some((table) => table.name === tables.controls && (tables.schema === undefined || table.schema === tables.schema))) {
+      if ((await existingTable(db, context, tables.controls)) === undefined) {
         let create = schema
           .createTable(tables.controls)
           .addColumn('id', sql.raw(types.token), (column) => column.notNull().primaryKey())
@@ -56,13 +56,11 @@ export function operatorControls(context: MigrationContext): Migration {
 async function addMissingColumns(
   db: Kysely<unknown>,
   schema: SchemaModule,
-  { tables }: MigrationContext,
+  context: MigrationContext,
   table: string,
   columns: [name: string, type: string][],
 ): Promise<void> {
-  const found = (await db.introspection.getTables()).find(
-    (candidate) => candidate.name === table && (tables.schema === undefined || candidate.schema === tables.schema),
-  );
+  const found = await existingTable(db, context, table);
   const present = new Set(found?.columns.map((column) => column.name) ?? []);
   for (const [name, type] of columns) {
     if (!present.has(name)) await schema.alterTable(table).addColumn(name, sql.raw(type)).execute();

@@ -1,5 +1,6 @@
 import { sql, type Migration } from 'kysely';
 import type { MigrationContext } from './context.js';
+import { existingTable } from './existing-table.js';
 
 /**
  * The slot ledger (issue 16). `<prefix>jobs`: one row per scheduled job, its schedule as the
@@ -33,9 +34,7 @@ export function createSlotLedger(context: MigrationContext): Migration {
       await create.execute();
       // Each column checked first: on MySQL every ALTER commits by itself, so a migration cut
       // between the two (or after the plain SQL file was applied by hand) is finished next time.
-      const runs = (await db.introspection.getTables()).find(
-        (table) => table.name === tables.runs && (tables.schema === undefined || table.schema === tables.schema),
-      );
+      const runs = await existingTable(db, context, tables.runs);
       const has = (column: string): boolean => runs?.columns.some((existing) => existing.name === column) ?? false;
       if (!has('missed_slots')) await schema.alterTable(tables.runs).addColumn('missed_slots', sql.raw(types.bigint)).execute();
       if (!has('catch_up')) {

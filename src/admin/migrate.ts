@@ -3,6 +3,7 @@ import { Migrator, type Kysely, type Migration } from 'kysely';
 import { baseMigrations, schemaMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
+import { withOwnTablesIntrospection } from './own-tables-introspection.js';
 import { appliedSchemaMigrations, readSchemaVersions, type SchemaVersions } from './schema-version.js';
 
 /**
@@ -34,7 +35,10 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
   const context = { tables: { ...tables, schema }, dialect };
   const migrator = (table: string, lockTable: string, migrations: Record<string, Migration>): Migrator =>
     new Migrator({
-      db,
+      // The migrator asks `db.introspection` whether its two tables exist; on PostgreSQL Kysely's
+      // answer reads every schema, and another app's DDL at that instant (graphile-worker creating
+      // its schema) failed it. It is asked about these two tables only, by a targeted read.
+      db: withOwnTablesIntrospection(db, dialect, schema, [table, lockTable]),
       provider: { getMigrations: () => Promise.resolve(migrations) },
       migrationTableName: table,
       migrationLockTableName: lockTable,

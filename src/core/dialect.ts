@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, TableMetadata } from 'kysely';
 import type { LockStore } from './lock-store.js';
 import type { Logger } from './logger.js';
 
@@ -82,6 +82,15 @@ export interface Dialect<Native = unknown> {
    * migration's DDL is one transaction, and `CREATE INDEX IF NOT EXISTS` is enough.
    */
   indexExists?(db: Kysely<unknown>, table: string, index: string): Promise<boolean>;
+  /**
+   * The tables among `names` in `schema` (the current schema when undefined), with their columns,
+   * read by one statement filtered by schema and names, for the migrations and Kysely's migrator
+   * (admin/own-tables-introspection.ts). Where absent, Kysely's introspector, which on that dialect
+   * reads one database's tables only (MySQL's `database()`, SQLite's file). PostgreSQL has it: its
+   * Kysely introspector reads every schema and resolves other apps' tables by name, so another
+   * app's DDL at the same instant failed `migrate()`.
+   */
+  findTables?(db: Kysely<unknown>, schema: string | undefined, names: readonly string[]): Promise<TableMetadata[]>;
   /** Appended to CREATE TABLE (engine, character set, WITHOUT ROWID), or empty. */
   readonly createTableSuffix: string;
   readonly reads: ReadSql;

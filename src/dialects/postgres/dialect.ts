@@ -5,7 +5,7 @@ import { postgresHandles } from './handle.js';
 import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
 import { isPostgresLockWaitTimeout, isPostgresMissingTable } from './driver-errors.js';
-import { postgresColumnTypes, postgresCurrentSchema } from './schema.js';
+import { postgresColumnTypes, postgresCurrentSchema, postgresFindTables } from './schema.js';
 import { listenPostgresTriggers, notifyPostgresTrigger } from './trigger-channel.js';
 
 export const postgresDialect: Dialect<pg.Pool> = {
@@ -14,6 +14,7 @@ export const postgresDialect: Dialect<pg.Pool> = {
   columnTypes: postgresColumnTypes,
   supportsSchemas: true,
   currentSchema: postgresCurrentSchema,
+  findTables: postgresFindTables,
   createTableSuffix: '',
   reads: postgresReads,
   createLockStore: createPostgresLockStore,

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type ColumnMetadata, type Kysely, type TableMetadata } from 'kysely';
 import type { ColumnTypes } from '../../core/dialect.js';
 
 /** timestamptz stores UTC instants: no session time zone can shift a lock's expiry. */
@@ -21,4 +21,77 @@ export const postgresColumnTypes: ColumnTypes = {
 export async function postgresCurrentSchema(db: Kysely<unknown>): Promise<string | undefined> {
   const { rows } = await sql<{ schema: string | null }>`SELECT current_schema() AS schema`.execute(db);
   return rows[0]?.schema ?? undefined;
+}
+
+interface ColumnRow {
+  table_name: string;
+  schema_name: string;
+  is_view: boolean;
+  column_name: string;
+  data_type: string;
+  data_type_schema: string;
+  not_null: boolean;
+  has_default: boolean;
+  auto_incrementing: boolean;
+  comment: string | null;
+}
+
+/**
+ * The tables among `names` in `schema` (current_schema() when undefined), with their columns, in
+ * the shape of Kysely's introspector. Kysely's own (PostgresIntrospector.getTables) reads every
+ * table of every schema and, per column, resolves the table by its name
+ * (`pg_get_serial_sequence('schema.table', column)`) and the schema by its name
+ * (`has_schema_privilege`): a relation another app dropped or renamed after the statement's
+ * catalog snapshot was taken is still in its rows, and the name no longer resolves ("relation …
+ * does not exist"), so graphile-worker migrating its schema at the same instant failed cronguard's
+ * migrate().
+ */
+export async function postgresFindTables(
+  db: Kysely<unknown>,
+  schema: string | undefined,
+  names: readonly string[],
+): Promise<TableMetadata[]> {
+  if (names.length === 0) return [];
+  // Filtered by schema and table name on the catalogs themselves (both bound), so it reads this
+  // guard's rows only, and nothing in it looks up a table or a schema by a name another session
+  // may change: each catalog is joined by oid, and a serial or identity column is found by its
+  // sequence's dependency on the column (what pg_get_serial_sequence does, from the oid instead of
+  // the name). Another session's DDL then only decides whether a row is in this statement's
+  // snapshot, and never fails it.
+  const { rows } = await sql<ColumnRow>`
+    SELECT c.relname AS table_name, n.nspname AS schema_name, c.relkind = 'v' AS is_view,
+           a.attname AS column_name, t.typname AS data_type, tn.nspname AS data_type_schema,
+           a.attnotnull AS not_null, a.atthasdef AS has_default,
+           EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                     JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+                    WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.refobjid = c.oid
+                      AND d.refobjsubid = a.attnum AND d.deptype IN ('a', 'i')) AS auto_incrementing,
+           col_description(c.oid, a.attnum) AS comment
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+      JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+      JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace
+     WHERE n.nspname = COALESCE(${schema ?? null}::text, current_schema())
+       AND c.relname IN (${sql.join([...names])})
+       AND c.relkind IN ('r', 'p', 'v')
+     ORDER BY c.relname, a.attnum`.execute(db);
+  const tables = new Map<string, TableMetadata & { columns: ColumnMetadata[] }>();
+  for (const row of rows) {
+    let table = tables.get(row.table_name);
+    if (table === undefined) {
+      table = { name: row.table_name, schema: row.schema_name, isView: row.is_view, columns: [] };
+      tables.set(row.table_name, table);
+    }
+    table.columns.push({
+      name: row.column_name,
+      dataType: row.data_type,
+      dataTypeSchema: row.data_type_schema,
+      isNullable: !row.not_null,
+      hasDefaultValue: row.has_default,
+      isAutoIncrementing: row.auto_incrementing,
+      ...(row.comment === null ? {} : { comment: row.comment }),
+    });
+  }
+  return [...tables.values()];
 }
