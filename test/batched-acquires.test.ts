@@ -138,6 +138,24 @@ describe.each(dialectTargets())('acquires started together on $name', (target) =
       }
     });
 
+    it('creates again, for a tick, the rows of jobs deleted by hand after this guard released them', async () => {
+      const { guard, url, prefix, logger } = await migratedGuard(target);
+      const raw = await openRaw(target.name, url);
+      try {
+        const names = ['gone-0', 'gone-1', 'gone-2'];
+        for (const name of names) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+        await raw.query(`DELETE FROM ${prefix}locks WHERE name IN (?, ?)`, ['gone-1', 'gone-2']);
+        // The guard expects them free and sends the tick's last two straight to the batch take,
+        // which finds no row for them: they must still run (their rows created), not be skipped.
+        const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m' }, () => name)));
+        expect(results).toEqual(names.map((value) => ({ executed: true, value })));
+        expect((await raw.query<{ name: unknown }>(`SELECT name FROM ${prefix}locks`)).length).toBe(3);
+        expect(logger.errors).toEqual([]);
+      } finally {
+        await raw.close();
+      }
+    });
+
     it('gives exactly one run per (job, slot) to 4 processes racing for 24 jobs at once', async () => {
       const { url, prefix } = await migratedGuard(target);
       const names = Array.from({ length: 24 }, (_, index) => `race-${index}`);

@@ -50,7 +50,8 @@ const byName = byNameBytes<Wanted>(({ job }) => job.name);
  * then sent alone found its slot "done" and did not run. In the transaction, one job's refused run
  * row rolls the whole batch back, and each job then gets its own attempt. It holds the row locks
  * of the take (the rows it took and, under REPEATABLE READ, the rows it scanned and did not take)
- * from the UPDATE to COMMIT: two to four round trips. Another replica's take of the same rows waits
+ * from the UPDATE to COMMIT: two to four round trips, one when it took none (why each lost is then
+ * read after COMMIT). Another replica's take of the same rows waits
  * that long and then loses (they are taken); its probe, a plain read, does not wait at all.
  */
 export function mysqlBatchAcquirer(parts: MysqlBatchAcquireParts): (acquires: readonly BatchedAcquire[]) => Promise<AcquireOutcome[]> {
@@ -203,18 +204,28 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     return created;
   }
 
-  /** The take, in one transaction: the outcome of each acquire of `toTake` and `toCreate`. */
+  /**
+   * The take, in one transaction: the outcome of each acquire of `toTake` and `toCreate`, except
+   * when the take won none of `toTake`, which are then left for a read after COMMIT (`lostAll`).
+   */
   async function takeAll(
     run: TransactionStatement,
     toTake: readonly Wanted[],
     toCreate: readonly Wanted[],
-  ): Promise<Map<Wanted, AcquireOutcome>> {
+  ): Promise<{ outcomes: Map<Wanted, AcquireOutcome>; lostAll: readonly Wanted[] }> {
     const outcomes = new Map<Wanted, AcquireOutcome>();
     const winners: Wanted[] = [];
     const missing = [...toCreate];
+    let lostAll: readonly Wanted[] = [];
     if (toTake.length > 0) {
-      const taken = await run(takeSql(toTake.length), takeParameters(toTake));
-      if (Number(taken.numAffectedRows ?? 0n) === toTake.length) winners.push(...toTake);
+      const taken = Number((await run(takeSql(toTake.length), takeParameters(toTake))).numAffectedRows ?? 0n);
+      if (taken === toTake.length) winners.push(...toTake);
+      // Lost every row (the usual answer when replicas race for a tick): nothing was written, but
+      // under REPEATABLE READ the take keeps its locks on the rows it read until COMMIT, and the next
+      // slot's takes wait for them. So why each lost is read after COMMIT, by a plain read: a round
+      // trip less holding them. (When it won some, which ones is read here, before COMMIT: the
+      // rows are still this transaction's, so the answer cannot change.)
+      else if (taken === 0) lostAll = toTake;
       else {
         const states = await readStates(run, toTake, true);
         for (const one of toTake) {
@@ -229,7 +240,7 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     if (missing.length > 0) winners.push(...(await create(run, [...missing].sort(byName), outcomes)));
     if (history && winners.length > 0) await run(startSql(winners.length), startParameters(winners));
     for (const one of winners) outcomes.set(one, 'acquired');
-    return outcomes;
+    return { outcomes, lostAll };
   }
 
   return async (acquires) => {
@@ -258,7 +269,17 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
       // One job looks free: the one-job take (one autocommit UPDATE, or the INSERT for a new row) costs less than a transaction.
       outcomes.set(only, await parts.acquireOne(only.job, { ...only.request, expectFree: toTake.includes(only) }));
     } else if (candidates.length > 1) {
-      for (const [one, outcome] of await statements.transaction((run) => takeAll(run, toTake, toCreate))) outcomes.set(one, outcome);
+      const taken = await statements.transaction((run) => takeAll(run, toTake, toCreate));
+      for (const [one, outcome] of taken.outcomes) outcomes.set(one, outcome);
+      if (taken.lostAll.length > 0) {
+        const states = await readStates(statements.run, taken.lostAll, false);
+        for (const one of taken.lostAll) {
+          const state = states.get(one);
+          // Deleted by hand since the probe: created as alone, as the one-job path does.
+          if (state === 'missing') outcomes.set(one, await parts.acquireOne(one.job, { ...one.request, expectFree: false }));
+          else outcomes.set(one, lossOf(state));
+        }
+      }
     }
     // Every job is answered above; one that somehow is not is a loss (fail closed).
     return wanted.map((one) => outcomes.get(one) ?? 'locked');
