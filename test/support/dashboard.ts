@@ -3,8 +3,9 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterEach, expect } from 'vitest';
+import { expect as globalExpect, type ExpectStatic } from 'vitest';
 import type { Guard } from '../../src/index.js';
+import { closeWhenTestEnds } from './case-cleanup.js';
 
 /** The job name every page must show as text: an HTML injection if it were not escaped. */
 export const HOSTILE_NAME = '<img src=x onerror=alert(1)>';
@@ -46,11 +47,13 @@ export async function openPage(
 /**
  * A job with a declared every-second schedule (a decorated job with `cron`) whose runs the test
  * starts by hand: `at(i)` is its i-th slot from the next whole second at least 0.5 s away, and
- * `runAt(i)` runs that slot on time, as a scheduler would start it.
+ * `runAt(i)` runs that slot on time, as a scheduler would start it. `expect`: a concurrent test's own
+ * (its context's), since `expect.poll` refuses the global one there.
  */
 export async function everySecondJob(
   guard: Guard,
   name: string,
+  expect: ExpectStatic = globalExpect,
 ): Promise<{ at: (index: number) => Date; runAt: (index: number) => Promise<void> }> {
   guard.guarded({ name, lockAtMostFor: '1m', cron: '* * * * * *' });
   await expect.poll(async () => (await guard.slots({ job: name })).length).toBe(1);
@@ -63,20 +66,15 @@ export async function everySecondJob(
   return { at, runAt };
 }
 
-const servers: Server[] = [];
-afterEach(async () => {
-  await Promise.all(
-    servers.splice(0).map((server) => {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(resolve));
-    }),
-  );
-});
+function closeServer(server: Server): Promise<unknown> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(resolve));
+}
 
-/** Serves a request listener on a free loopback port until the end of the test. */
+/** Serves a request listener on a free loopback port until the end of the test (`closeWhenTestEnds`). */
 export async function serve(listener: RequestListener): Promise<string> {
   const server = createServer(listener);
-  servers.push(server);
+  closeWhenTestEnds(() => closeServer(server));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }

@@ -1,4 +1,5 @@
 import { describe, it, type ExpectStatic } from 'vitest';
+import { withOwnCleanup } from './case-cleanup.js';
 import { dialectTargets, type DialectTarget } from './dialects.js';
 
 /** One dialect's case of a scenario that `eachDialectAtOnce` runs on every dialect at once. */
@@ -30,9 +31,9 @@ function barrier(count: number): (who: string) => Promise<void> {
  * One scenario on every dialect at the same time: a test named `scenario`, with one case per dialect
  * ('on sqlite', 'on postgres', 'on mysql'), the cases started together and the next scenario only
  * once all have ended. For scenarios that spend their time waiting on the clock (replica processes
- * ticking every second), each case on its own tables with its own processes. Close guards within
- * the case (`withGuardOn`), never with `guardOn`, whose `afterEach` would close the guards of the
- * cases still running.
+ * ticking every second), each case on its own tables with its own processes. What a case opens
+ * with `guardOn`, `migratedGuard` or `serve` is closed when that case ends (`withOwnCleanup`), not
+ * when another case does.
  */
 export function eachDialectAtOnce(scenario: string, run: (dialectCase: DialectCase) => Promise<void>, timeoutMs?: number): void {
   const targets = dialectTargets();
@@ -40,12 +41,14 @@ export function eachDialectAtOnce(scenario: string, run: (dialectCase: DialectCa
   describe(scenario, () => {
     it.concurrent.for(targets)('on $name', timeoutMs === undefined ? {} : { timeout: timeoutMs }, async (target, context) => {
       if (target.serverUrl === null) context.skip(`no ${target.name} server`);
-      try {
-        await run({ target, expect: context.expect, together: () => arrive(target.name) });
-      } finally {
-        // A case that failed or never called together() must not hold the others back.
-        void arrive(target.name);
-      }
+      await withOwnCleanup(async () => {
+        try {
+          await run({ target, expect: context.expect, together: () => arrive(target.name) });
+        } finally {
+          // A case that failed or never called together() must not hold the others back.
+          void arrive(target.name);
+        }
+      });
     });
   });
 }

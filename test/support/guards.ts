@@ -1,5 +1,5 @@
-import { afterEach } from 'vitest';
 import { createGuard, type Guard, type GuardOptions, type Logger } from '../../src/index.js';
+import { closeWhenTestEnds } from './case-cleanup.js';
 import { databaseUrl, uniquePrefix, type DialectTarget } from './dialects.js';
 
 /** A logger that keeps what it was told, for assertions. */
@@ -14,11 +14,6 @@ export function recordingLogger(): RecordingLogger {
   return { warnings, errors, warn: (m) => void warnings.push(m), error: (m) => void errors.push(m) };
 }
 
-const open: Guard[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((guard) => guard.close()));
-});
-
 export interface TestGuard {
   readonly guard: Guard;
   readonly url: string;
@@ -26,7 +21,7 @@ export interface TestGuard {
   readonly logger: RecordingLogger;
 }
 
-/** A migrated guard on its own tables, closed after the test. */
+/** A migrated guard on its own tables, closed when the test ends (`closeWhenTestEnds`). */
 export async function migratedGuard(target: DialectTarget, options: Partial<GuardOptions> = {}): Promise<TestGuard> {
   const url = databaseUrl(target);
   const prefix = uniquePrefix();
@@ -35,19 +30,15 @@ export async function migratedGuard(target: DialectTarget, options: Partial<Guar
   return tested;
 }
 
-/** Another guard on the same tables, as a second replica would have. */
+/** Another guard on the same tables, as a second replica would have; closed when the test ends. */
 export function guardOn(url: string, prefix: string, options: Partial<GuardOptions> = {}): TestGuard {
   const logger = recordingLogger();
   const guard = createGuard({ database: url, tablePrefix: prefix, logger, ...options });
-  open.push(guard);
+  closeWhenTestEnds(() => guard.close());
   return { guard, url, prefix, logger };
 }
 
-/**
- * A guard on the tables for the length of `use`, closed when it settles. For tests that run
- * concurrently (`eachDialectAtOnce`): the `afterEach` above closes every guard `guardOn` opened,
- * those of the tests still running beside the one that ended included.
- */
+/** A guard on the tables for the length of `use`, closed when it settles. */
 export async function withGuardOn<T>(url: string, prefix: string, use: (guard: Guard) => Promise<T>): Promise<T> {
   const guard = createGuard({ database: url, tablePrefix: prefix, logger: recordingLogger() });
   try {
