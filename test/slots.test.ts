@@ -5,9 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import cron from 'node-cron';
-import { describe, expect, it } from 'vitest';
+import { describe } from 'vitest';
 import type { GuardEventMap } from '../src/index.js';
-import { dialectTargets } from './support/dialects.js';
+import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
 
@@ -35,9 +35,11 @@ function wholeSecondIn(leadMs: number): number {
   return Math.ceil((Date.now() + leadMs) / 1_000) * 1_000;
 }
 
-describe.each(dialectTargets())('the slot ledger on $name', (target) => {
-  describe.skipIf(target.serverUrl === null)('', () => {
-    it('declares a scheduled job, updates a changed schedule, and keeps when it changed otherwise', async () => {
+// Each scenario runs on the three dialects at once (each its own tables): most wait on the clock.
+describe('the slot ledger', () => {
+  eachDialectAtOnce(
+    'declares a scheduled job, updates a changed schedule, and keeps when it changed otherwise',
+    async ({ target, expect }) => {
       const { guard, url, prefix } = await migratedGuard(target);
       guard.schedule('0 3 * * *', { name: 'nightly', lockAtMostFor: '10m', timezone: 'Europe/Paris' }, () => undefined);
       const raw = await openRaw(target.name, url);
@@ -66,59 +68,62 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       } finally {
         await raw.close();
       }
-    });
+    },
+  );
 
-    it('gives each expected slot one outcome, and tells of the gap once, on the run after it', async () => {
-      const { guard, url, prefix, logger } = await migratedGuard(target);
-      const job = { name: 'ticker', lockAtMostFor: '1m', cron: EVERY_SECOND };
-      // A decorated job with `cron` declares its schedule when decorated; runs here give their slots by hand.
-      guard.guarded(job);
-      await expect.poll(async () => (await guard.slots({ job: 'ticker' })).length).toBe(1);
-      const missed: GuardEventMap['missed'][0][] = [];
-      guard.on('missed', (event) => missed.push(event));
-      const first = wholeSecondIn(1_500);
-      const at = (index: number): Date => new Date(first + index * 1_000);
-      const plain = { name: 'ticker', lockAtMostFor: '1m' };
-      await guard.run({ ...plain, slot: at(0) }, () => 'ok');
-      // Slots 1 and 2: nobody ran them. Slot 3 fails, 4 is cancelled-free success.
-      await expect(guard.run({ ...plain, slot: at(3) }, () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-      await guard.run({ ...plain, slot: at(4) }, () => 'ok');
-      await expect.poll(() => missed.length).toBe(1);
-      expect(missed[0]).toMatchObject({ job: 'ticker', count: 2, slots: [at(1), at(2)], slot: at(3) });
-      expect(logger.warnings.filter((line) => line.includes('missed'))).toHaveLength(1);
-      const raw = await openRaw(target.name, url);
-      try {
-        const rows = await raw.query<{ missed_slots: number | string | null }>(
-          `SELECT missed_slots FROM ${prefix}runs WHERE missed_slots IS NOT NULL`,
-        );
-        expect(rows.map((row) => Number(row.missed_slots))).toEqual([2]);
-      } finally {
-        await raw.close();
-      }
-      // Wait until the slots have settled (lateAfter, 1 s, after the last one), then read the ledger.
-      await sleep(Math.max(0, first + 6_500 - Date.now()));
-      const [ledger] = await guard.slots({ job: 'ticker', since: at(0), until: at(5) });
-      expect(ledger?.slots.map((entry) => entry.outcome)).toEqual(['succeeded', 'missed', 'missed', 'failed', 'succeeded']);
-      expect(ledger?.counts).toMatchObject({ succeeded: 2, missed: 2, failed: 1 });
-      // `cronguard slots`: the same ledger, and exit 1 since slots were missed.
-      const common = ['--database', url, '--table-prefix', prefix, '--job', 'ticker', '--since', '1h'];
-      const json = await cronguard(['slots', ...common, '--json']);
-      expect(json.code).toBe(1);
-      const [printed] = JSON.parse(json.stdout) as { slots: { slot: string; outcome: string }[] }[];
-      const listed = new Map(printed?.slots.map((entry) => [entry.slot, entry.outcome]));
-      expect([0, 1, 2, 3, 4].map((index) => listed.get(at(index).toISOString()))).toEqual([
-        'succeeded',
-        'missed',
-        'missed',
-        'failed',
-        'succeeded',
-      ]);
-      const text = await cronguard(['slots', ...common]);
-      expect(text.stdout).toMatch(/^JOB +SCHEDULE +SLOTS +SUCCEEDED +LATE +MISSED/);
-      expect(text.stdout).toContain(`ticker: ${at(1).toISOString().slice(0, 19).replace('T', ' ')}Z missed`);
-    });
+  eachDialectAtOnce('gives each expected slot one outcome, and tells of the gap once, on the run after it', async ({ target, expect }) => {
+    const { guard, url, prefix, logger } = await migratedGuard(target);
+    const job = { name: 'ticker', lockAtMostFor: '1m', cron: EVERY_SECOND };
+    // A decorated job with `cron` declares its schedule when decorated; runs here give their slots by hand.
+    guard.guarded(job);
+    await expect.poll(async () => (await guard.slots({ job: 'ticker' })).length).toBe(1);
+    const missed: GuardEventMap['missed'][0][] = [];
+    guard.on('missed', (event) => missed.push(event));
+    const first = wholeSecondIn(1_500);
+    const at = (index: number): Date => new Date(first + index * 1_000);
+    const plain = { name: 'ticker', lockAtMostFor: '1m' };
+    await guard.run({ ...plain, slot: at(0) }, () => 'ok');
+    // Slots 1 and 2: nobody ran them. Slot 3 fails, 4 is cancelled-free success.
+    await expect(guard.run({ ...plain, slot: at(3) }, () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    await guard.run({ ...plain, slot: at(4) }, () => 'ok');
+    await expect.poll(() => missed.length).toBe(1);
+    expect(missed[0]).toMatchObject({ job: 'ticker', count: 2, slots: [at(1), at(2)], slot: at(3) });
+    expect(logger.warnings.filter((line) => line.includes('missed'))).toHaveLength(1);
+    const raw = await openRaw(target.name, url);
+    try {
+      const rows = await raw.query<{ missed_slots: number | string | null }>(
+        `SELECT missed_slots FROM ${prefix}runs WHERE missed_slots IS NOT NULL`,
+      );
+      expect(rows.map((row) => Number(row.missed_slots))).toEqual([2]);
+    } finally {
+      await raw.close();
+    }
+    // Wait until the slots have settled (lateAfter, 1 s, after the last one), then read the ledger.
+    await sleep(Math.max(0, first + 6_500 - Date.now()));
+    const [ledger] = await guard.slots({ job: 'ticker', since: at(0), until: at(5) });
+    expect(ledger?.slots.map((entry) => entry.outcome)).toEqual(['succeeded', 'missed', 'missed', 'failed', 'succeeded']);
+    expect(ledger?.counts).toMatchObject({ succeeded: 2, missed: 2, failed: 1 });
+    // `cronguard slots`: the same ledger, and exit 1 since slots were missed.
+    const common = ['--database', url, '--table-prefix', prefix, '--job', 'ticker', '--since', '1h'];
+    const json = await cronguard(['slots', ...common, '--json']);
+    expect(json.code).toBe(1);
+    const [printed] = JSON.parse(json.stdout) as { slots: { slot: string; outcome: string }[] }[];
+    const listed = new Map(printed?.slots.map((entry) => [entry.slot, entry.outcome]));
+    expect([0, 1, 2, 3, 4].map((index) => listed.get(at(index).toISOString()))).toEqual([
+      'succeeded',
+      'missed',
+      'missed',
+      'failed',
+      'succeeded',
+    ]);
+    const text = await cronguard(['slots', ...common]);
+    expect(text.stdout).toMatch(/^JOB +SCHEDULE +SLOTS +SUCCEEDED +LATE +MISSED/);
+    expect(text.stdout).toContain(`ticker: ${at(1).toISOString().slice(0, 19).replace('T', ' ')}Z missed`);
+  });
 
-    it('does not take the slot the running replicas are taking as a catch-up when a replica joins (catchUp)', async () => {
+  eachDialectAtOnce(
+    'does not take the slot the running replicas are taking as a catch-up when a replica joins (catchUp)',
+    async ({ target, expect }) => {
       const { guard, url, prefix } = await migratedGuard(target);
       const joiner = guardOn(url, prefix).guard;
       // Connections open first, so that the steps below take milliseconds.
@@ -138,9 +143,12 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       expect(catchUps).toEqual([]);
       const { runs } = await guard.history({ job: 'joined' });
       expect(runs.map((run) => run.slot?.getTime())).toEqual([current - slotMs]);
-    });
+    },
+  );
 
-    it('declares a node-cron task that runs through the coordinator, from its expression and time zone', async () => {
+  eachDialectAtOnce(
+    'declares a node-cron task that runs through the coordinator, from its expression and time zone',
+    async ({ target, expect }) => {
       const { guard } = await migratedGuard(target);
       const task = cron.schedule('* * * * * *', () => undefined, {
         name: 'coordinated',
@@ -158,9 +166,12 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       } finally {
         await task.destroy();
       }
-    });
+    },
+  );
 
-    it('shows the slots that fell while a job was paused as paused, and tells of no missed slot for them', async () => {
+  eachDialectAtOnce(
+    'shows the slots that fell while a job was paused as paused, and tells of no missed slot for them',
+    async ({ target, expect }) => {
       const { guard, logger } = await migratedGuard(target);
       const missed: GuardEventMap['missed'][0][] = [];
       guard.on('missed', (event) => missed.push(event));
@@ -194,9 +205,12 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       for (const slot of paused) expect(slot >= pausedAt - 1_000 && slot <= resumedAt + 1_000).toBe(true);
       expect(outcomes.filter((entry) => entry.outcome === 'missed')).toEqual([]);
       expect(ledger?.counts.paused).toBe(paused.length);
-    });
+    },
+  );
 
-    it('fires late once for a run that started more than lateAfter after its slot, without a log line', async () => {
+  eachDialectAtOnce(
+    'fires late once for a run that started more than lateAfter after its slot, without a log line',
+    async ({ target, expect }) => {
       const { guard, logger } = await migratedGuard(target);
       guard.guarded({ name: 'slow-start', lockAtMostFor: '1m', cron: '0 * * * * *' });
       const late: GuardEventMap['late'][0][] = [];
@@ -207,6 +221,6 @@ describe.each(dialectTargets())('the slot ledger on $name', (target) => {
       expect(late[0]).toMatchObject({ job: 'slow-start', slot, lateAfterMs: 6_000 });
       expect(late[0]?.delayMs).toBeGreaterThan(60_000);
       expect(logger.warnings).toEqual([]);
-    });
-  });
+    },
+  );
 });
