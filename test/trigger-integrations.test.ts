@@ -2,8 +2,9 @@
 // every dialect: tasks of a node-cron coordinator and @GuardedCron methods of a Nest app, on a
 // yearly schedule (no fire during the test), triggered by the `cronguard` command from another process.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { dialectTargets, type DialectTarget } from './support/dialects.js';
+import { beforeAll, describe, expect, type ExpectStatic } from 'vitest';
+import type { DialectTarget } from './support/dialects.js';
+import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import type { Worker } from './support/processes.js';
 import { startReplicaGroup } from './support/replica-group.js';
@@ -34,12 +35,15 @@ async function stopAll(replicas: Worker<Message>[]): Promise<void> {
   await Promise.all(replicas.map((replica) => replica.exited));
 }
 
-/** Triggers 'yearly' and expects exactly one manual run, on one replica, within the bound, recorded with who asked. */
-async function expectOneManualRun(started: Awaited<ReturnType<typeof startReplicas>>): Promise<Ran> {
+/**
+ * Triggers 'yearly' and expects exactly one manual run, on one replica, within the bound, recorded with who asked.
+ * `poll`: the case's own expect (`expect.poll` refuses the global one in a concurrent test).
+ */
+async function expectOneManualRun(started: Awaited<ReturnType<typeof startReplicas>>, poll: ExpectStatic): Promise<Ran> {
   const { url, prefix, replicas, cronguard } = started;
   await cronguard('trigger', 'yearly', '--by', 'tester');
   // Within the bound from the moment the command returned.
-  await expect.poll(() => runsOf(replicas).length, { timeout: BOUND_MS, interval: 50 }).toBe(1);
+  await poll.poll(() => runsOf(replicas).length, { timeout: BOUND_MS, interval: 50 }).toBe(1);
   // Exactly one: no other replica runs it after the first.
   await sleep(2_000);
   const runs = runsOf(replicas);
@@ -55,9 +59,9 @@ async function expectOneManualRun(started: Awaited<ReturnType<typeof startReplic
 }
 
 /** A node-cron coordinator's task: one manual run, the task's function invoked by node-cron; stopped tasks stop answering. */
-async function checkCoordinator(started: Awaited<ReturnType<typeof startReplicas>>): Promise<void> {
+async function checkCoordinator(started: Awaited<ReturnType<typeof startReplicas>>, poll: ExpectStatic): Promise<void> {
   const { url, prefix, replicas, cronguard } = started;
-  const run = await expectOneManualRun(started);
+  const run = await expectOneManualRun(started, poll);
   // The task's own function, invoked by node-cron (no coordinator fire), inside the guard's run.
   expect(run.reason).toBe('invoked');
   // Stopped tasks do not answer: the request stays pending.
@@ -70,19 +74,24 @@ async function checkCoordinator(started: Awaited<ReturnType<typeof startReplicas
   expect(lock?.pendingTrigger).toMatchObject({ by: 'tester' });
 }
 
-describe.each(dialectTargets())('"run now" for coordinator and @GuardedCron jobs on $name', (target) => {
-  describe.skipIf(target.serverUrl === null)('', () => {
-    // Both at once (their own tables), to keep the run short: 2 replicas with a coordinator task, 2 Nest apps.
-    it('a node-cron coordinator task and a @GuardedCron method each run once, on one replica; a stopped task stops answering', async () => {
+// The three dialects at once (each its own tables and processes): the scenario waits on polls and the clock.
+describe('"run now" for coordinator and @GuardedCron jobs', () => {
+  // Both at once (their own tables), to keep the run short: 2 replicas with a coordinator task, 2 Nest apps.
+  eachDialectAtOnce(
+    'a node-cron coordinator task and a @GuardedCron method each run once, on one replica; a stopped task stops answering',
+    async ({ target, expect: caseExpect, together }) => {
       const [coordinated, nest] = await Promise.all([
         startReplicas(target, 'trigger-replica.ts', 2),
         startReplicas(target, 'nest-trigger-replica.ts', 2),
       ]);
       try {
-        await Promise.all([checkCoordinator(coordinated), expectOneManualRun(nest)]);
+        // Every case's replicas are up before any case triggers and counts the bound.
+        await together();
+        await Promise.all([checkCoordinator(coordinated, caseExpect), expectOneManualRun(nest, caseExpect)]);
       } finally {
         await Promise.all([stopAll(coordinated.replicas), stopAll(nest.replicas)]);
       }
-    }, 60_000);
-  });
+    },
+    60_000,
+  );
 });
