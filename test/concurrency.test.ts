@@ -1,6 +1,7 @@
 // Concurrency claims, each with separate OS processes (child_process.fork), on every dialect.
-import { describe, expect, it } from 'vitest';
-import { dialectTargets, databaseUrl, uniquePrefix } from './support/dialects.js';
+import { describe } from 'vitest';
+import { databaseUrl, uniquePrefix } from './support/dialects.js';
+import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import { startWorker } from './support/processes.js';
 
@@ -21,9 +22,12 @@ const INTERVAL_MS = 300;
 // Held past the straggler window of a round, released well before the next one.
 const LOCK_AT_LEAST_FOR_MS = 200;
 
-describe.each(dialectTargets())('concurrency on $name', (target) => {
-  describe.skipIf(target.serverUrl === null)('', () => {
-    it(`gives exactly one execution per round to ${PROCESSES} processes racing for ${ROUNDS} rounds`, async () => {
+// Each claim on the three dialects at once (each its own tables and processes), the cases' windows
+// starting together once every process of every case is up.
+describe('concurrency', () => {
+  eachDialectAtOnce(
+    `gives exactly one execution per round to ${PROCESSES} processes racing for ${ROUNDS} rounds`,
+    async ({ target, expect, together }) => {
       const url = databaseUrl(target);
       const prefix = uniquePrefix();
       await guardOn(url, prefix).guard.migrate();
@@ -31,6 +35,7 @@ describe.each(dialectTargets())('concurrency on $name', (target) => {
         startWorker<RaceMessage>('race-worker.ts', [url, prefix, String(ROUNDS), String(INTERVAL_MS), String(LOCK_AT_LEAST_FOR_MS)]),
       );
       await Promise.all(workers.map((worker) => worker.next('ready')));
+      await together();
       const startAt = Date.now() + 300;
       for (const worker of workers) worker.send({ startAt });
       const reports = await Promise.all(workers.map((worker) => worker.next<Extract<RaceMessage, { type: 'done' }>>('done')));
@@ -49,19 +54,20 @@ describe.each(dialectTargets())('concurrency on $name', (target) => {
       // The wins are spread over processes: the race was a race.
       const winnersByProcess = reports.map((report) => report.results.filter((r) => r.executed).length);
       expect(winnersByProcess.filter((count) => count > 0).length).toBeGreaterThan(1);
-    });
+    },
+  );
 
-    it('lets 8 processes call migrate() at the same instant', async () => {
-      const url = databaseUrl(target);
-      const prefix = uniquePrefix();
-      const workers = Array.from({ length: 8 }, () => startWorker<MigrateMessage>('migrate-worker.ts', [url, prefix]));
-      await Promise.all(workers.map((worker) => worker.next('ready')));
-      const startAt = Date.now() + 300;
-      for (const worker of workers) worker.send({ startAt });
-      const reports = await Promise.all(workers.map((worker) => worker.next<Extract<MigrateMessage, { type: 'done' }>>('done')));
-      expect(reports.map((report) => report.error)).toEqual(Array(8).fill(null));
-      const { guard } = guardOn(url, prefix);
-      expect((await guard.run({ name: 'after-migrate', lockAtMostFor: '1m' }, () => 'ok')).executed).toBe(true);
-    });
+  eachDialectAtOnce('lets 8 processes call migrate() at the same instant', async ({ target, expect, together }) => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const workers = Array.from({ length: 8 }, () => startWorker<MigrateMessage>('migrate-worker.ts', [url, prefix]));
+    await Promise.all(workers.map((worker) => worker.next('ready')));
+    await together();
+    const startAt = Date.now() + 300;
+    for (const worker of workers) worker.send({ startAt });
+    const reports = await Promise.all(workers.map((worker) => worker.next<Extract<MigrateMessage, { type: 'done' }>>('done')));
+    expect(reports.map((report) => report.error)).toEqual(Array(8).fill(null));
+    const { guard } = guardOn(url, prefix);
+    expect((await guard.run({ name: 'after-migrate', lockAtMostFor: '1m' }, () => 'ok')).executed).toBe(true);
   });
 });
