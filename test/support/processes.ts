@@ -44,7 +44,11 @@ export function startWorker<Message extends { type: string }>(
   });
   let exitCode: number | null | undefined;
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  void exited.then((code) => {
+  // A worker that sends its last message and exits at once: 'exit' can come before that message
+  // is read from the IPC channel (seen in CI: "exited with 0 before done" from a worker that had
+  // sent it). 'close' comes once the channel has been read to its end, every message handled.
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  void Promise.all([exited, closed]).then(([code]) => {
     exitCode = code;
     for (const entry of waiting.splice(0)) entry.reject(new Error(`${fixture} exited with ${code} before "${entry.type}"`));
   });
