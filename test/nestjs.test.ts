@@ -127,54 +127,57 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
   }, 180_000);
   afterAll(() => rmSync(join(fixture, 'node_modules'), { recursive: true, force: true }));
 
-  // The three scenarios at once (each its own tables and processes): each waits RUN_FOR_MS on the clock.
-  it.concurrent.for(scenarios)('$title: every second runs exactly once', { timeout: 120_000 }, async ({ scenario }, { expect }) => {
-    expect(tscResult.code, describeResult('tsc', tscResult)).toBe(0);
-    const targets = dialectTargets().filter((target): target is DialectTarget => target.serverUrl !== null);
-    const results = await Promise.all(
-      targets.map(async (target) => {
-        const url = databaseUrl(target);
-        const prefix = uniquePrefix();
-        const replicas = await Promise.all(
-          [1, 2].map(() =>
-            runProcess(process.execPath, [join(fixture, 'out', 'app.js'), url, prefix, scenario, String(RUN_FOR_MS)], fixture, 90_000),
-          ),
-        );
-        return { target: target.name, replicas };
-      }),
-    );
-    for (const { target, replicas } of results) {
-      for (const replica of replicas) {
-        expect(replica.code, describeResult(`${target} replica`, replica)).toBe(0);
-        // @nestjs/schedule's cron library says so when a busy machine fires a timer late; nothing else.
-        expect(
-          replica.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('[Cron] Missed execution deadline by ')),
-          target,
-        ).toEqual([]);
-        // Only the job's lines: no warning (the job has its slot), no error.
-        expect(
-          replica.stdout
-            .trim()
-            .split('\n')
-            .filter((line) => !/^(RAN|DONE) /.test(line)),
-          target,
-        ).toEqual([]);
-      }
-      const slots = replicas.flatMap((replica) =>
-        replica.stdout
-          .split('\n')
-          .flatMap((line) => (line.startsWith('RAN ') ? [(JSON.parse(line.slice(4)) as { slot: string | null }).slot] : [])),
+  it.each(scenarios)(
+    '$title: every second runs exactly once',
+    async ({ scenario }) => {
+      expect(tscResult.code, describeResult('tsc', tscResult)).toBe(0);
+      const targets = dialectTargets().filter((target): target is DialectTarget => target.serverUrl !== null);
+      const results = await Promise.all(
+        targets.map(async (target) => {
+          const url = databaseUrl(target);
+          const prefix = uniquePrefix();
+          const replicas = await Promise.all(
+            [1, 2].map(() =>
+              runProcess(process.execPath, [join(fixture, 'out', 'app.js'), url, prefix, scenario, String(RUN_FOR_MS)], fixture, 90_000),
+            ),
+          );
+          return { target: target.name, replicas };
+        }),
       );
-      expect(slots, target).not.toContain(null);
-      const times = [...new Set(slots as string[])].map((slot) => Date.parse(slot)).sort((a, b) => a - b);
-      expect(slots.length, `${target}: duplicates in ${slots.join(', ')}`).toBe(times.length);
-      const first = times[0] ?? 0;
-      const last = times.at(-1) ?? 0;
-      const missing: string[] = [];
-      for (let t = first + 1_000; t < last; t += 1_000) if (!times.includes(t)) missing.push(new Date(t).toISOString());
-      // Both replicas' timers would have to miss the same second (a stalled machine) to leave one unrun.
-      expect(missing.length, `${target}: missing ${missing.join(', ')}`).toBeLessThanOrEqual(1);
-      expect(last - first, target).toBeGreaterThanOrEqual(6_000);
-    }
-  });
+      for (const { target, replicas } of results) {
+        for (const replica of replicas) {
+          expect(replica.code, describeResult(`${target} replica`, replica)).toBe(0);
+          // @nestjs/schedule's cron library says so when a busy machine fires a timer late; nothing else.
+          expect(
+            replica.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('[Cron] Missed execution deadline by ')),
+            target,
+          ).toEqual([]);
+          // Only the job's lines: no warning (the job has its slot), no error.
+          expect(
+            replica.stdout
+              .trim()
+              .split('\n')
+              .filter((line) => !/^(RAN|DONE) /.test(line)),
+            target,
+          ).toEqual([]);
+        }
+        const slots = replicas.flatMap((replica) =>
+          replica.stdout
+            .split('\n')
+            .flatMap((line) => (line.startsWith('RAN ') ? [(JSON.parse(line.slice(4)) as { slot: string | null }).slot] : [])),
+        );
+        expect(slots, target).not.toContain(null);
+        const times = [...new Set(slots as string[])].map((slot) => Date.parse(slot)).sort((a, b) => a - b);
+        expect(slots.length, `${target}: duplicates in ${slots.join(', ')}`).toBe(times.length);
+        const first = times[0] ?? 0;
+        const last = times.at(-1) ?? 0;
+        const missing: string[] = [];
+        for (let t = first + 1_000; t < last; t += 1_000) if (!times.includes(t)) missing.push(new Date(t).toISOString());
+        // Both replicas' timers would have to miss the same second (a stalled machine) to leave one unrun.
+        expect(missing.length, `${target}: missing ${missing.join(', ')}`).toBeLessThanOrEqual(1);
+        expect(last - first, target).toBeGreaterThanOrEqual(6_000);
+      }
+    },
+    120_000,
+  );
 });
