@@ -10,7 +10,7 @@ import { sqlitePath } from '../src/dialects/sqlite/connection.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { countingPostgresPool } from './support/postgres-statements.js';
-import { expectFailingReleaseAlone } from './support/ending-together.js';
+import { expectFailingReleaseAlone, runEndingTogether } from './support/ending-together.js';
 import { openRaw } from './support/raw-database.js';
 import { recordStatements } from './support/sqlite-statements.js';
 
@@ -259,24 +259,13 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('release
     const names = Array.from({ length: JOBS }, (_, index) => `job-${index}`);
     try {
       const round = async (): Promise<number> => {
-        let open!: () => void;
-        const gate = new Promise<void>((resolve) => (open = resolve));
-        let started = 0;
-        const runs = Promise.all(
-          names.map((name) =>
-            guard.run({ name, lockAtMostFor: '1m' }, async () => {
-              started += 1;
-              await gate;
-              return name;
-            }),
-          ),
-        );
-        await expect.poll(() => started).toBe(JOBS);
-        // Background work after a first lock (the replica's version row) is done before counting.
-        await sleep(200);
-        const before = counted.count();
-        open();
-        expect((await runs).every((result) => result.executed)).toBe(true);
+        let before = 0;
+        const results = await runEndingTogether(guard, names, async () => {
+          // Background work after a first lock (the replica's version row) is done before counting.
+          await sleep(200);
+          before = counted.count();
+        });
+        expect(results.every((result) => result.executed)).toBe(true);
         return counted.count() - before;
       };
       await round();

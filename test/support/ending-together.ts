@@ -1,13 +1,17 @@
 import { expect } from 'vitest';
-import type { Guard } from '../../src/index.js';
+import type { Guard, RunResult } from '../../src/index.js';
 import type { RecordingLogger } from './guards.js';
 
 /**
  * Runs `names` on `guard` at once, each body returning its name, and lets every body end in the
  * same turn of the event loop once all have started: their releases go as one batch where the
- * dialect batches them.
+ * dialect batches them. `beforeEnding` runs once all have started, before any body ends.
  */
-export async function runEndingTogether(guard: Guard, names: readonly string[]): Promise<unknown[]> {
+export async function runEndingTogether(
+  guard: Guard,
+  names: readonly string[],
+  beforeEnding?: () => Promise<void>,
+): Promise<RunResult<string>[]> {
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   let started = 0;
@@ -21,6 +25,7 @@ export async function runEndingTogether(guard: Guard, names: readonly string[]):
     ),
   );
   await expect.poll(() => started).toBe(names.length);
+  await beforeEnding?.();
   open();
   return runs;
 }
