@@ -164,6 +164,60 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
     }
   });
 
+  it('finds, in one read, the new names another replica created at that instant, not by one INSERT per name', async () => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const log: CompiledQuery[] = [];
+    const kysely = loggedKysely(target, url, log, { failed: true });
+    const logger = recordingLogger();
+    const guard: Guard = createGuard({ database: kysely, tablePrefix: prefix, logger });
+    const raw = await openRaw('mysql', url);
+    const admin = await openRaw('mysql', url);
+    try {
+      await guard.migrate();
+      expect((await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+      // Another replica creates the rows of ten new names and has not committed (replicas racing
+      // for a tick of jobs that never ran anywhere): the probe does not see them.
+      const contested = Array.from({ length: 10 }, (_, index) => `contested-${index}`);
+      await raw.exec('START TRANSACTION');
+      for (const name of contested)
+        await raw.query(
+          `INSERT INTO ${prefix}locks (name, lock_until, locked_at, locked_by, token)
+           VALUES (?, UTC_TIMESTAMP(3) + INTERVAL 1 MINUTE, UTC_TIMESTAMP(3), 'other replica', UUID())`,
+          [name],
+        );
+      log.splice(0);
+      // The first acquire of the turn goes alone; the others together, and their INSERT waits for those rows.
+      const names = ['first', ...contested, 'fresh-0', 'fresh-1'];
+      const all = Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot: SLOT_1 }, () => name)));
+      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'INSERT INTO %VALUES (%),%(%' AND info LIKE ?`;
+      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await raw.exec('COMMIT');
+      expect(await all).toEqual([
+        { executed: true, value: 'first' },
+        ...contested.map(() => ({ executed: false, reason: 'locked' })),
+        { executed: true, value: 'fresh-0' },
+        { executed: true, value: 'fresh-1' },
+      ]);
+      // The INSERTs of lock rows: the first job's, the batch's (a duplicate key), and the two
+      // names still missing together. One INSERT per name would be 1 + 1 + 12.
+      // (A Kysely passed in gets its strings as bytes.)
+      const text = (value: unknown): unknown => (value instanceof Uint8Array ? Buffer.from(value).toString() : value);
+      const inserts = log.filter(({ sql }) => sql.startsWith(`INSERT INTO \`${prefix}locks\``));
+      expect(inserts.map(({ parameters }) => parameters.map(text).filter((value) => names.includes(value as string)))).toEqual([
+        ['first'],
+        names.slice(1),
+        ['fresh-0', 'fresh-1'],
+      ]);
+      expect(logger.errors).toEqual([]);
+    } finally {
+      await guard.close();
+      await kysely.destroy();
+      await raw.close();
+      await admin.close();
+    }
+  });
+
   it('waits, as a one-job take does, for a free row another session is writing, and takes it once that session is done', async () => {
     const { guard, url, prefix } = await migratedGuard(target);
     const raw = await openRaw('mysql', url);

@@ -1,26 +1,51 @@
-// `npm run bench -- --only scale|ticks`: one figure alone, on databases of its own, its table
+// `npm run bench -- --only scale|ticks|contention`: one figure alone, on databases of its own, its table
 // printed (no file written), to look into one figure without the whole bench's ten minutes.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres } from '../setup/databases.js';
+import { contention, contentionLines } from './contention.js';
 import { tickLatency, tickLatencyLines, type TickSize } from './tick-latency.js';
 import { tickScale, tickScaleLines, type TickScaleSize } from './tick-scale.js';
 
 /** Figure 11 on the dialects named (all by default). */
 export async function tickScaleAlone(size: TickScaleSize, dialects: readonly string[] | undefined): Promise<void> {
+  await withDatabases(dialects, async (targets) => {
+    console.log(tickScaleLines(await tickScale(targets, size)).join('\n'));
+  });
+}
+
+/** Figure 5 (one job at a time beside a tick at a time) on the dialects named (all by default). */
+export async function contentionAlone(
+  size: readonly [number, number, number, number],
+  dialects: readonly string[] | undefined,
+): Promise<void> {
+  await withDatabases(dialects, async (targets) => {
+    const results = [];
+    for (const [dialect, url] of targets) {
+      const contentionFigure = await contention(url, ...size);
+      results.push({ dialect, contention: contentionFigure, tickContention: await contention(url, ...size, true) });
+    }
+    console.log(contentionLines(results, size).join('\n'));
+  });
+}
+
+/** Starts the databases of the dialects named (all by default), each its own, for `measure`. */
+async function withDatabases(
+  dialects: readonly string[] | undefined,
+  measure: (targets: readonly [DialectName, string][]) => Promise<void>,
+): Promise<void> {
   const wanted = (dialect: DialectName): boolean => dialects === undefined || dialects.includes(dialect);
-  const sqliteDir = mkdtempSync(join(tmpdir(), 'cronguard-bench-scale-'));
+  const sqliteDir = mkdtempSync(join(tmpdir(), 'cronguard-bench-alone-'));
   const postgres = wanted('postgres') ? await startPostgres() : undefined;
   const mariadb = wanted('mysql') && findMariadbd() !== undefined ? await startMariadb() : undefined;
   try {
-    const targets: [DialectName, string][] = [
-      ...(wanted('sqlite') ? [['sqlite', `sqlite:${join(sqliteDir, 'scale.sqlite')}`] as [DialectName, string]] : []),
+    await measure([
+      ...(wanted('sqlite') ? [['sqlite', `sqlite:${join(sqliteDir, 'bench.sqlite')}`] as [DialectName, string]] : []),
       ...(postgres === undefined ? [] : [['postgres', postgres.url] as [DialectName, string]]),
       ...(mariadb === undefined ? [] : [['mysql', mariadb.url] as [DialectName, string]]),
-    ];
-    console.log(tickScaleLines(await tickScale(targets, size)).join('\n'));
+    ]);
   } finally {
     await Promise.all([postgres?.stop(), mariadb?.stop()]);
   }

@@ -2,8 +2,8 @@
 // every figure on each dialect, and writes BENCHMARKS.md. `-- --quick` for a shorter run (under a
 // minute), `-- --smoke` for CI (tiny counts, written to a temporary file unless --out is given),
 // `-- --long` for the full run with figure 5 at the issue's size (100 names × 1,000 slots: about
-// 25 minutes here). `-- --only scale` runs figure 11 alone and prints its table (no file written), `-- --only ticks` figure 7;
-// `--scale-jobs 1,10` and `--dialects postgres` narrow it.
+// 25 minutes here). `-- --only scale` runs figure 11 alone and prints its table (no file written), `-- --only ticks` figure 7,
+// `-- --only contention` figure 5; `--scale-jobs 1,10` and `--dialects postgres` narrow them.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ import type { DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres, type RunningDatabase } from '../setup/databases.js';
 import { openDriver } from './drivers.js';
 import { capacityLines } from './capacity.js';
-import { tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
+import { contentionAlone, tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
 import { historyPage, historyPageLines, type HistoryPageFigure } from './history-page.js';
 import { contention, contentionLines, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } from './figures.js';
@@ -33,8 +33,8 @@ const { values } = parseArgs({
     dialects: { type: 'string' },
   },
 });
-if (values.only !== undefined && values.only !== 'scale' && values.only !== 'ticks')
-  throw new Error(`--only: the figures that run alone are 'scale' and 'ticks', got ${values.only}`);
+if (values.only !== undefined && values.only !== 'scale' && values.only !== 'ticks' && values.only !== 'contention')
+  throw new Error(`--only: the figures that run alone are 'scale', 'ticks' and 'contention', got ${values.only}`);
 const mode = values.smoke === true ? 'smoke' : values.quick === true ? 'quick' : 'full';
 const long = mode === 'full' && values.long === true;
 const iterations = { full: 2_000, quick: 100, smoke: 20 }[mode];
@@ -69,6 +69,10 @@ const scaleSize: TickScaleSize = {
 };
 if (values.only === 'scale') {
   await tickScaleAlone(scaleSize, values.dialects?.split(','));
+  process.exit(0);
+}
+if (values.only === 'contention') {
+  await contentionAlone(contentionSize, values.dialects?.split(','));
   process.exit(0);
 }
 if (values.only === 'ticks') {

@@ -175,33 +175,52 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     return states;
   };
 
-  /** Creates the rows of `toCreate` (each alone after a duplicate key): those it created, and the outcomes of those it could not. */
+  /**
+   * Creates the rows of `toCreate`: those it created, and the outcomes of those it could not. A
+   * duplicate key rolls back that one statement, not the transaction, and does not say which name
+   * another creator has: one plain read then tells the names that exist now (losses) from those
+   * still missing, which are tried again together, and each alone only after a second duplicate
+   * key. Replicas racing to create the same new names (a job's first tick anywhere) thus cost a
+   * loser one failed INSERT and one read, not one INSERT per name.
+   */
   async function create(run: TransactionStatement, toCreate: readonly Wanted[], outcomes: Map<Wanted, AcquireOutcome>): Promise<Wanted[]> {
-    try {
-      await run(createSql(toCreate.length), createParameters(toCreate));
-      return [...toCreate];
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
+    if (await createTogether(run, toCreate)) return [...toCreate];
+    const missing: Wanted[] = [];
+    if (toCreate.length > 1) {
+      const states = await readStates(run, toCreate, false);
+      for (const one of toCreate) {
+        const state = states.get(one);
+        if (state === 'missing') missing.push(one);
+        else outcomes.set(one, lossOf(state));
+      }
+      if (missing.length === 0 || (await createTogether(run, missing))) return missing;
     }
-    // A duplicate key rolls back that one statement, not the transaction: each name alone now,
-    // where a duplicate makes that name a loss (a concurrent creator has it) and any other error
-    // still fails the batch. Rare: a job's first acquire ever, on two replicas at once.
+    // Each name alone now, where a duplicate makes that name a loss (a concurrent creator has it)
+    // and any other error still fails the batch. Rare: a creator this transaction cannot see yet
+    // (it committed after this transaction's first read), or several creators of overlapping names.
     const created: Wanted[] = [];
     const lost: Wanted[] = toCreate.length === 1 ? [...toCreate] : [];
-    for (const one of toCreate.length === 1 ? [] : toCreate) {
-      try {
-        await run(createSql(1), createParameters([one]));
-        created.push(one);
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-        lost.push(one);
-      }
+    for (const one of missing.length === 1 ? [] : missing) {
+      if (await createTogether(run, [one])) created.push(one);
+      else lost.push(one);
     }
+    if (missing.length === 1) lost.push(...missing);
     // Why each lost (the creator may have paused it since, or run this slot); a row this
     // transaction cannot see yet (a creator that committed after its first read) is held.
     const states = lost.length === 0 ? new Map<Wanted, RowState>() : await readStates(run, lost, false);
     for (const one of lost) outcomes.set(one, lossOf(states.get(one)));
     return created;
+  }
+
+  /** Inserts the rows of `wanted` in one statement: false when a name already has one (and none was inserted). */
+  async function createTogether(run: TransactionStatement, wanted: readonly Wanted[]): Promise<boolean> {
+    try {
+      await run(createSql(wanted.length), createParameters(wanted));
+      return true;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      return false;
+    }
   }
 
   /**
