@@ -21,6 +21,11 @@ export class AcquireBatcher {
         : new TickBatcher({ one: ({ job, request }) => store.acquire(job, request), many, afterFailure: 'alone' });
   }
 
+  /** The acquires of these jobs come next, in this turn: they go together as soon as the last has come. */
+  expectTogether(names: readonly string[]): void {
+    this.#batcher?.expect(names);
+  }
+
   /** The store's answer to this acquire, alone or in the batch of its turn of the event loop. */
   acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome> {
     if (this.#batcher === undefined || request.trigger !== undefined) return this.#store.acquire(job, request);

@@ -41,6 +41,11 @@ export class LockAcquirer {
     this.#batcher = new AcquireBatcher(site.dependencies.store);
   }
 
+  /** The acquires of these jobs come next, in this turn of the event loop: they go together at once (core/tick-batch.ts). */
+  expectTogether(names: readonly string[]): void {
+    this.#batcher.expectTogether(names);
+  }
+
   /**
    * Takes the job's lock for one execution, or says why not. Never rejects: a failed or hung acquire
    * is a skip with reason 'error' (fail closed, never run unguarded), reported to the logger and as

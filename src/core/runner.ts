@@ -25,6 +25,11 @@ export interface ResolvedJobRunner {
   /** `resolveJob` for a method decorator: warns once when the job has neither `cron` nor lockAtLeastFor. */
   resolveDecoratedJob(options: JobOptions): ResolvedJob;
   runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>>;
+  /**
+   * The runs of these jobs start next, in this turn of the event loop: their acquires go to the
+   * database together as soon as the last of them is asked, not at the end of the turn.
+   */
+  expectTogether(names: readonly string[]): void;
 }
 
 /**
@@ -123,6 +128,10 @@ export class Runner implements ResolvedJobRunner, LockTaker {
       return held;
     });
     return this.#inFlight.track(taking);
+  }
+
+  expectTogether(names: readonly string[]): void {
+    this.#acquirer.expectTogether(names);
   }
 
   /** Admits no new run from now on (a `GUARD_CLOSED` skip). A lock won meanwhile still runs, told to stop. */

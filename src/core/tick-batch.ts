@@ -38,6 +38,10 @@ interface Queued<Item, Answer> {
  * tick never fires the same job twice, but a loop of `guard.run` calls on one job does, and on
  * SQLite (whose statements answer within the turn they were asked in) every call of such a loop
  * would otherwise wait for the end of the turn.
+ * A caller that knows which items come next (`expect`: the `guard.schedule` tasks due at the slot
+ * that one of them fires) has them go together as soon as the last of them is queued, still in
+ * that turn, not at its end: their answers are then on the way while node-cron runs the turn's
+ * other timers. One that never comes only delays the others to the end of the turn.
  */
 export class TickBatcher<Item, Answer> {
   readonly #sender: BatchSender<Item, Answer>;
@@ -48,26 +52,44 @@ export class TickBatcher<Item, Answer> {
   #turnStarted = false;
   /** The sends (`one` or `many`) not answered yet. */
   #unanswered = 0;
+  /** The keys `expect` announced for this turn and not queued yet. */
+  readonly #expected = new Set<string>();
 
   constructor(sender: BatchSender<Item, Answer>) {
     this.#sender = sender;
+  }
+
+  /**
+   * The items of these keys are about to be sent, in this turn: they are queued, the first one
+   * too, and go together once the last of them is (or at the end of the turn).
+   */
+  expect(keys: Iterable<string>): void {
+    for (const key of keys) if (!this.#keys.has(key)) this.#expected.add(key);
+    if (this.#expected.size > 0) this.#startTurn();
   }
 
   /** The answer to `item`, sent alone or in the batch of its turn of the event loop. */
   send(item: Item, key: string): Promise<Answer> {
     if (this.#keys.has(key)) return this.#alone(item);
     this.#keys.add(key);
-    if (!this.#turnStarted) {
-      this.#turnStarted = true;
-      setImmediate(() => this.#flush());
-      // The first of a turn goes at once, unless what went before it is still unanswered: a tick
-      // whose fires spread over several turns (hundreds of jobs, a busy process) then sends one
-      // batch per turn, not a lone item and a batch per turn.
-      if (this.#unanswered === 0) return this.#alone(item);
-    }
-    return new Promise<Answer>((resolve, reject) => {
+    const expected = this.#expected.delete(key);
+    // The first of a turn goes at once, unless what went before it is still unanswered: a tick
+    // whose fires spread over several turns (hundreds of jobs, a busy process) then sends one
+    // batch per turn, not a lone item and a batch per turn.
+    if (this.#startTurn() && this.#unanswered === 0) return this.#alone(item);
+    const answer = new Promise<Answer>((resolve, reject) => {
       this.#queued.push({ item, resolve, reject });
     });
+    if (expected && this.#expected.size === 0) this.#flush();
+    return answer;
+  }
+
+  /** Marks the turn started (its batch goes at its end); true when it had not been. */
+  #startTurn(): boolean {
+    if (this.#turnStarted) return false;
+    this.#turnStarted = true;
+    setImmediate(() => this.#flush());
+    return true;
   }
 
   #flush(): void {
@@ -75,6 +97,7 @@ export class TickBatcher<Item, Answer> {
     const batch = this.#queued;
     this.#queued = [];
     this.#keys.clear();
+    this.#expected.clear();
     if (batch.length === 0) return;
     const [only] = batch;
     if (batch.length === 1 && only !== undefined) {

@@ -7,6 +7,7 @@ import { ConnectionWarmUp, SELECT_ONE } from '../integrations/node-cron/connecti
 import type { DashboardHandler, DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/schedule.js';
+import { SlotFires } from '../integrations/node-cron/slot-fires.js';
 import type { DialectName } from '../core/dialect.js';
 import { parseDuration } from '../core/duration.js';
 import { GuardError } from '../core/errors.js';
@@ -44,6 +45,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
   /** Pause, resume, trigger (the methods of OperatedGuard), the trigger watch, auto-pause. */
   readonly #operator: GuardControls;
   readonly #tasks = new Set<ScheduledTask>();
+  readonly #fires = new SlotFires((names) => this.#jobs.expectTogether(names));
   /** Before a scheduled fire after a quiet spell, opens the connections its runs will need. */
   readonly #warmUp = new ConnectionWarmUp(this.#tasks, async (connections) => {
     await Promise.all(Array.from({ length: connections }, () => this.#db.executeQuery(SELECT_ONE)));
@@ -101,6 +103,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
         operator.countFailures(job);
         return runner.runResolved(job, fn, request);
       },
+      expectTogether: (names) => runner.expectTogether(names),
     };
     this.#events = events;
     // Shutdown calls this once it has stopped waiting for work in flight: a late release is then
@@ -190,6 +193,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
       {
         runner: this.#jobs,
         tasks: this.#tasks,
+        fires: this.#fires,
         tasksChanged: () => this.#warmUp.requestArm(),
         logger: this.#options.logger,
         slotWatch: this.#admin.slotWatch,

@@ -14,6 +14,7 @@ import type { Logger } from '../../core/logger.js';
 import type { RunResult } from '../../core/run-result.js';
 import { asCatchUp, resolveCatchUp } from './catch-up.js';
 import { watchWhileScheduling } from './coordinator-triggers.js';
+import type { SlotFireEntry, SlotFires } from './slot-fires.js';
 
 /** A job to run on a cron schedule. */
 export interface ScheduleOptions extends JobOptions {
@@ -36,6 +37,8 @@ export interface ScheduleHost {
   readonly runner: ResolvedJobRunner;
   /** Tasks to stop on shutdown; a destroyed task leaves the set. */
   readonly tasks: Set<ScheduledTask>;
+  /** The guard's tasks due at one slot fire together, at the first of them (slot-fires.ts). */
+  readonly fires: SlotFires;
   /** A task was added, started again or destroyed: its next fires changed. */
   tasksChanged(): void;
   /** Where a scheduled job's error goes, since no caller awaits it. */
@@ -95,17 +98,28 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   };
   // node-cron's context.date is the slot a scheduled fire is for, not the moment the timer fired.
   // A run invoked by hand (task.execute()) has no slot: its date is just "now" on this replica.
-  const task = scheduleTask(expression, (context) => fire(context.execution?.reason === 'invoked' ? null : context.date), {
-    name: job.name,
-    ...(timezone === undefined ? {} : { timezone }),
-  });
+  // A scheduled fire goes through the guard's SlotFires, which fires every task due at that slot
+  // at the first of them (`entry` is set before node-cron's first fire, which comes from a timer).
+  const task = scheduleTask(
+    expression,
+    (context) => {
+      if (context.execution?.reason === 'invoked') return fire(null);
+      return entry === undefined ? fire(context.date) : host.fires.fire(entry, context.date);
+    },
+    { name: job.name, ...(timezone === undefined ? {} : { timezone }) },
+  );
+  const entry: SlotFireEntry | undefined = cron === undefined ? undefined : host.fires.add({ name: job.name, task, cron, fire });
   host.tasks.add(task);
   // node-cron destroys a task on destroy() or after maxExecutions; a stopped one can start again.
   task.on('task:destroyed', () => {
     host.tasks.delete(task);
+    if (entry !== undefined) host.fires.delete(entry);
     host.tasksChanged();
   });
-  task.on('task:started', () => host.tasksChanged());
+  task.on('task:started', () => {
+    if (entry !== undefined) entry.startedAt = Date.now();
+    host.tasksChanged();
+  });
   // This replica answers the job's "run now" requests while the task is scheduled, as a
   // coordinator's tasks do: a stopped task no longer runs its slots, nor a trigger.
   watchWhileScheduling(task, () => host.watchTriggers(job, fn as JobFunction<unknown>));
