@@ -189,7 +189,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
       const job = this.#runner.resolveJob(options).name;
       throw new GuardError('GUARD_CLOSED', `The guard is shut down; job "${job}" was not scheduled`, { job });
     }
-    const task = scheduleJob(
+    return scheduleJob(
       {
         runner: this.#jobs,
         tasks: this.#tasks,
@@ -203,7 +203,6 @@ export class Guard extends OperatedGuard implements RunnerHost {
       options,
       fn,
     );
-    return task;
   }
 
   /**
@@ -256,10 +255,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
   shutdown(options: ShutdownOptions = {}): Promise<void> {
     let timeoutMs: number;
     try {
-      timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, {
-        option: 'timeout',
-        job: undefined,
-      });
+      timeoutMs = parseDuration(options.timeout === undefined ? '30s' : options.timeout, { option: 'timeout', job: undefined });
     } catch (error) {
       // A method that returns a promise reports through it, never by throwing.
       return Promise.reject(error as Error);

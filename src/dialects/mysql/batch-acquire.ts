@@ -1,7 +1,8 @@
 import type { AcquireOutcome, AcquireRequest, BatchedAcquire } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
-import { boundRows, byNameBytes, marks, nameColumn, padded, perCount, perRows, type BoundColumn } from './bound-rows.js';
-import { DUPLICATE_KEY, type LockStatements, type TransactionStatement } from './statement-execution.js';
+import { mysqlBatchCreator, lossOf, micros, type RowState, type Wanted } from './batch-create.js';
+import { boundRows, byNameBytes, marks, nameColumn, padded, perRows, type BoundColumn } from './bound-rows.js';
+import type { LockStatements, TransactionStatement } from './statement-execution.js';
 import { mysqlTime } from './time-values.js';
 
 /** What the batch statements share with the one-job statements of lock-store.ts. */
@@ -18,22 +19,10 @@ export interface MysqlBatchAcquireParts {
   acquireOne(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome>;
 }
 
-/** What a lock row says about one acquire of the batch: `missing` (no row), `mine` (it holds this acquire's token). */
-type RowState = AcquireOutcome | 'free' | 'missing' | 'mine';
-
-/** One acquire of the batch, with its place in the batch and the values its statements bind. */
-interface Wanted {
-  readonly job: ResolvedJob;
-  readonly request: AcquireRequest;
-  /** The slot as DATETIME(3) text in UTC, or null. */
-  readonly slot: string | null;
-}
-
 const slotColumn: BoundColumn = { alias: 'slot', value: 'CAST(? AS DATETIME(3))' };
 // A token as bytes: compared with the token column byte for byte (tokens are ASCII), with no collation to mix.
 const tokenColumn: BoundColumn = { alias: 'token', value: 'CAST(? AS BINARY)' };
 const atMostColumn: BoundColumn = { alias: 'at_most_ms', value: 'CAST(? AS SIGNED)' };
-const micros = ({ job }: Wanted): number => Math.round(job.lockAtMostForMs * 1_000);
 const byName = byNameBytes<Wanted>(({ job }) => job.name);
 
 /**
@@ -119,18 +108,6 @@ export function mysqlBatchAcquirer(parts: MysqlBatchAcquireParts): (acquires: re
     ];
   };
 
-  // The rows of names that have none (the jobs' first acquire anywhere), as the one-job path
-  // creates one: a plain INSERT, never INSERT IGNORE, which would turn every error (a name too
-  // long) into a warning. One statement for all, in name order (two replicas creating the same
-  // names take their locks in the same order); if a concurrent creator has one of them, the
-  // statement fails as a whole with a duplicate key and creates none, and each is created alone.
-  const createSql = perCount((count) =>
-    statements.acquireText(`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
-VALUES ${Array.from({ length: count }, () => '(?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, ?, ?)').join(',\n       ')}`),
-  );
-  const createParameters = (wanted: readonly Wanted[]): unknown[] =>
-    wanted.flatMap((one) => [one.job.name, micros(one), one.request.lockedBy, one.request.token, one.slot]);
-
   // Every winner's run row, and `abandoned` for each run it took over from, as the one-job start
   // does (lock-store.ts): the first SELECT copies each winner's times from its lock row (the
   // database's clock), the second finds the run each took over from, still `running`, through the
@@ -174,54 +151,7 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     }
     return states;
   };
-
-  /**
-   * Creates the rows of `toCreate`: those it created, and the outcomes of those it could not. A
-   * duplicate key rolls back that one statement, not the transaction, and does not say which name
-   * another creator has: one plain read then tells the names that exist now (losses) from those
-   * still missing, which are tried again together, and each alone only after a second duplicate
-   * key. Replicas racing to create the same new names (a job's first tick anywhere) thus cost a
-   * loser one failed INSERT and one read, not one INSERT per name.
-   */
-  async function create(run: TransactionStatement, toCreate: readonly Wanted[], outcomes: Map<Wanted, AcquireOutcome>): Promise<Wanted[]> {
-    if (await createTogether(run, toCreate)) return [...toCreate];
-    const missing: Wanted[] = [];
-    if (toCreate.length > 1) {
-      const states = await readStates(run, toCreate, false);
-      for (const one of toCreate) {
-        const state = states.get(one);
-        if (state === 'missing') missing.push(one);
-        else outcomes.set(one, lossOf(state));
-      }
-      if (missing.length === 0 || (await createTogether(run, missing))) return missing;
-    }
-    // Each name alone now, where a duplicate makes that name a loss (a concurrent creator has it)
-    // and any other error still fails the batch. Rare: a creator this transaction cannot see yet
-    // (it committed after this transaction's first read), or several creators of overlapping names.
-    const created: Wanted[] = [];
-    const lost: Wanted[] = toCreate.length === 1 ? [...toCreate] : [];
-    for (const one of missing.length === 1 ? [] : missing) {
-      if (await createTogether(run, [one])) created.push(one);
-      else lost.push(one);
-    }
-    if (missing.length === 1) lost.push(...missing);
-    // Why each lost (the creator may have paused it since, or run this slot); a row this
-    // transaction cannot see yet (a creator that committed after its first read) is held.
-    const states = lost.length === 0 ? new Map<Wanted, RowState>() : await readStates(run, lost, false);
-    for (const one of lost) outcomes.set(one, lossOf(states.get(one)));
-    return created;
-  }
-
-  /** Inserts the rows of `wanted` in one statement: false when a name already has one (and none was inserted). */
-  async function createTogether(run: TransactionStatement, wanted: readonly Wanted[]): Promise<boolean> {
-    try {
-      await run(createSql(wanted.length), createParameters(wanted));
-      return true;
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-      return false;
-    }
-  }
+  const create = mysqlBatchCreator({ locks, statements, readStates });
 
   /**
    * The take, in one transaction: the outcome of each acquire of `toTake` and `toCreate`, except
@@ -303,13 +233,4 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     // Every job is answered above; one that somehow is not is a loss (fail closed).
     return wanted.map((one) => outcomes.get(one) ?? 'locked');
   };
-}
-
-function isDuplicateKey(error: unknown): boolean {
-  return (error as { errno?: unknown }).errno === DUPLICATE_KEY;
-}
-
-/** A loser's outcome from its row's state: a row that looked free, or is not there, is held (fail closed). */
-function lossOf(state: RowState | undefined): AcquireOutcome {
-  return state === 'paused' || state === 'slot-done' ? state : 'locked';
 }
