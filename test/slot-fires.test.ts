@@ -4,9 +4,12 @@
 // does not fire at that slot, is not fired by another's timer.
 import type { CompiledQuery } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { schedule as scheduleTask } from 'node-cron';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
 import { RUNNER } from '../src/core/runner-host.js';
+import { resolveCronSlots } from '../src/core/cron-slots.js';
+import { SlotFires } from '../src/integrations/node-cron/slot-fires.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { closeWhenTestEnds } from './support/case-cleanup.js';
@@ -88,5 +91,44 @@ describe.each(dialectTargets())('acquires announced together on $name', (target)
         { executed: true, value: 'five' },
       ]);
     });
+  });
+});
+
+describe('SlotFires', () => {
+  it('fires every started task due at a slot once, at the first of them, and never a slot older than one a task was fired for', async () => {
+    // Real node-cron tasks on an expression that does not fire while the test runs; the slots are fired by hand.
+    const expression = '0 0 1 1 *';
+    const cron = resolveCronSlots(expression, 'UTC', 'test');
+    if (cron === undefined) throw new Error('no slots');
+    const fired: string[] = [];
+    const announced: string[][] = [];
+    const fires = new SlotFires((names) => void announced.push([...names]));
+    const tasks = ['a', 'b', 'c'].map((name) => {
+      const task = scheduleTask(expression, () => undefined, { name, timezone: 'UTC' });
+      const entry = fires.add({ name, task, cron, fire: async (slot) => void fired.push(`${name}@${slot.getUTCFullYear()}`) });
+      return { task, entry };
+    });
+    const [a, b, c] = tasks;
+    if (a === undefined || b === undefined || c === undefined) throw new Error('no tasks');
+    try {
+      const year = (y: number): Date => new Date(Date.UTC(y, 0, 1));
+      await fires.fire(a.entry, year(2031));
+      expect(fired).toEqual(['a@2031', 'b@2031', 'c@2031']);
+      expect(announced).toEqual([['a', 'b', 'c']]);
+      // b's own timer for that slot: the fire already made.
+      await fires.fire(b.entry, year(2031));
+      // c's timer for an older slot, come late: nothing fires (before, it fired a and b backwards).
+      await fires.fire(c.entry, year(2030));
+      expect(fired).toHaveLength(3);
+      // A stopped task is not fired by another's timer; it starts again from the next slot on.
+      await b.task.stop();
+      await fires.fire(a.entry, year(2032));
+      expect(fired.slice(3)).toEqual(['a@2032', 'c@2032']);
+      // A slot the expression does not fire at fires only the task whose timer said so.
+      await fires.fire(c.entry, new Date(Date.UTC(2033, 5, 1)));
+      expect(fired.slice(5)).toEqual(['c@2033']);
+    } finally {
+      for (const { task } of tasks) await task.destroy();
+    }
   });
 });

@@ -55,12 +55,17 @@ export class SlotFires {
     this.#entries.delete(entry);
   }
 
-  /** node-cron fired `entry`'s task for `slot`: its fire, started now or by the first task due at that slot. */
+  /**
+   * node-cron fired `entry`'s task for `slot`: its fire, started now or by the first task due at
+   * that slot. A timer late enough to come after the task was fired for a newer slot (a process
+   * too busy for a whole second) returns that fire: its slot is older than the one the job has
+   * taken, so the watermark would refuse it anyway, and firing it would fire the others backwards.
+   */
   fire(entry: SlotFireEntry, slot: Date): Promise<void> {
     const at = slot.getTime();
-    if (entry.firedSlot === at) return entry.firing;
+    if (entry.firedSlot >= at) return entry.firing;
     const due = [entry];
-    for (const other of this.#entries) if (other !== entry && other.firedSlot !== at && isDueAt(other, at)) due.push(other);
+    for (const other of this.#entries) if (other !== entry && !(other.firedSlot >= at) && isDueAt(other, at)) due.push(other);
     if (due.length > 1) this.#expectTogether(due.map(({ scheduled }) => scheduled.name));
     for (const one of due) {
       one.firedSlot = at;
