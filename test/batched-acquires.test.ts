@@ -10,6 +10,7 @@ import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js
 import { guardOn, migratedGuard } from './support/guards.js';
 import { countingPostgresPool } from './support/postgres-statements.js';
 import { openRaw } from './support/raw-database.js';
+import { untilStatementWaits } from './support/statement-waits.js';
 import { recordStatements } from './support/sqlite-statements.js';
 import { slotRace } from './support/slot-race.js';
 
@@ -211,15 +212,7 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
       await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
       const before = counted.count();
       const runs = [guard.run({ name: 'a', lockAtMostFor: '1m' }, () => 'a')];
-      await expect
-        .poll(
-          async () =>
-            (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH taken AS%'`)).length,
-          {
-            timeout: 10_000,
-          },
-        )
-        .toBe(1);
+      await untilStatementWaits(admin, 'postgres', 'WITH taken AS%');
       // Two later turns of the event loop, two jobs each, while a is still unanswered.
       for (const turn of [
         ['b', 'c'],
@@ -262,15 +255,7 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
       // at once, alone; a and b go through the batch's probe and take.
       const other = guardOn(url, prefix).guard;
       const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
-      // Watched from a connection of its own: pg_stat_activity is read once per transaction.
-      await expect
-        .poll(
-          async () =>
-            (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH req AS%unnest%'`))
-              .length,
-          { timeout: 10_000 },
-        )
-        .toBe(1);
+      await untilStatementWaits(admin, 'postgres', 'WITH req AS%unnest%');
       await raw.exec('COMMIT');
       expect(await both).toEqual([
         { executed: true, value: 'first' },

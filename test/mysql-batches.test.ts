@@ -11,6 +11,7 @@ import { guardOn, migratedGuard, recordingLogger } from './support/guards.js';
 import { loggedKysely } from './support/logged-kysely.js';
 import { expectFailingReleaseAlone } from './support/ending-together.js';
 import { openRaw } from './support/raw-database.js';
+import { untilStatementWaits } from './support/statement-waits.js';
 
 const mysql = dialectTargets().find((target) => target.name === 'mysql');
 const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
@@ -145,8 +146,7 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       );
       // The first acquire of the turn goes alone; 'contested' and 'fresh' go together, and their INSERT waits for that row.
       const all = Promise.all(['first', 'contested', 'fresh'].map((name) => guard.run({ name, lockAtMostFor: '1m' }, () => name)));
-      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'INSERT INTO %VALUES (%),%(%' AND info LIKE ?`;
-      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await untilStatementWaits(admin, 'mysql', `INSERT INTO \`${prefix}locks\`%VALUES (%),%(%`);
       await raw.exec('COMMIT');
       // The duplicate key fails that one statement: each name then alone, 'contested' a loss.
       expect(await all).toEqual([
@@ -190,8 +190,7 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       // The first acquire of the turn goes alone; the others together, and their INSERT waits for those rows.
       const names = ['first', ...contested, 'fresh-0', 'fresh-1'];
       const all = Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot: SLOT_1 }, () => name)));
-      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'INSERT INTO %VALUES (%),%(%' AND info LIKE ?`;
-      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await untilStatementWaits(admin, 'mysql', `INSERT INTO \`${prefix}locks\`%VALUES (%),%(%`);
       await raw.exec('COMMIT');
       expect(await all).toEqual([
         { executed: true, value: 'first' },
@@ -236,8 +235,7 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
       // The batch's take (its UPDATE chooses each row's values by name) is on the server, and
       // cannot finish while row a is locked: it waits. (MariaDB's innodb_trx shows such a wait late.)
-      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'UPDATE %CASE name WHEN%' AND info LIKE ?`;
-      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%CASE name WHEN%`);
       await raw.exec('COMMIT');
       expect(await both).toEqual([
         { executed: true, value: 'first' },
@@ -263,8 +261,7 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       let ran = 0;
       // The first acquire of the turn goes alone (core/tick-batch.ts) and runs: a and b go together.
       const all = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => void (ran += 1))));
-      const waiting = `SELECT 1 FROM information_schema.processlist WHERE info LIKE 'UPDATE %CASE name WHEN%' AND info LIKE ?`;
-      await expect.poll(async () => (await admin.query(waiting, [`%${prefix}locks%`])).length, { timeout: 10_000 }).toBe(1);
+      await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%CASE name WHEN%`);
       await other.shutdown({ timeout: '1s' });
       const [first, ...both] = await all;
       expect(first).toEqual({ executed: true, value: undefined });
