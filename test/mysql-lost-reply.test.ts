@@ -1,10 +1,12 @@
 // MySQL has no RETURNING, so a run starts with a second statement after the take. When its reply
 // is lost (the INSERT committed, the connection dropped before the answer), the run row must still
-// end in a final status, and the lock must not stay held. A real server behind a TCP proxy that
-// drops that one reply.
+// end in a final status, and the lock must not stay held. Likewise a batch whose take loses its
+// connection takes nothing. A real server behind a TCP proxy that drops that one reply.
+import { createPool } from 'mysql2';
 import { describe, expect, it } from 'vitest';
+import { createGuard } from '../src/index.js';
 import { dialectTargets, uniquePrefix } from './support/dialects.js';
-import { guardOn } from './support/guards.js';
+import { guardOn, recordingLogger } from './support/guards.js';
 import { startReplyDropper } from './support/mysql-reply-dropper.js';
 
 const mysqlTarget = dialectTargets().find((target) => target.name === 'mysql');
@@ -41,6 +43,36 @@ describe.skipIf(mysqlTarget?.serverUrl === null || mysqlTarget === undefined)(
         expect((await guard.history({ job: 'lost-reply' })).runs.map((run) => run.status)).toEqual(['succeeded', 'abandoned']);
         expect(logger.errors.length).toBeGreaterThan(0);
       } finally {
+        await dropper.close();
+      }
+    });
+
+    it("loses a batch's connection in its take: the batch takes nothing, each job then runs alone, and a pool passed in gets no 'error' event", async () => {
+      const serverUrl = mysqlTarget?.serverUrl ?? '';
+      const dropper = await startReplyDropper(serverUrl);
+      // The app's own pool, with no 'error' listener: an 'error' event on one of its connections
+      // would be an uncaught exception (the run would fail with it). The take binds more than 128
+      // values, so the guard closes it after use (bound-parameters.ts), here on a dead connection.
+      const pool = createPool({ uri: dropper.url, connectionLimit: 4 });
+      const prefix = uniquePrefix();
+      const guard = createGuard({ database: pool, tablePrefix: prefix, logger: recordingLogger() });
+      try {
+        await guard.migrate();
+        // 40 rows that exist and are free, released by another guard: the guard probes them, then
+        // takes them in one transaction (an UPDATE binding 64 rows × 11 values), whose reply is lost.
+        const names = Array.from({ length: 40 }, (_, index) => `job-${index}`);
+        const { guard: other } = guardOn(serverUrl, prefix);
+        await Promise.all(names.map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
+        expect((await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+        dropper.arm((sql) => sql.startsWith(`UPDATE \`${prefix}locks\``) && sql.includes('CASE name WHEN'));
+        const results = await Promise.all(['first', ...names].map((name) => guard.run({ name, lockAtMostFor: '1m' }, () => name)));
+        expect(dropper.dropped).toBe(1);
+        // The server rolled the transaction back with its connection: each job, sent alone, runs.
+        expect(results).toEqual(['first', ...names].map((value) => ({ executed: true, value })));
+        expect((await guard.history({ limit: 100 })).runs.filter((run) => run.status !== 'succeeded')).toEqual([]);
+      } finally {
+        await guard.close();
+        await new Promise<void>((resolve) => pool.end(() => resolve()));
         await dropper.close();
       }
     });
