@@ -284,6 +284,11 @@ function report(): string {
       results,
       memoryGrowthMb: memory === undefined ? undefined : memoryGrowthMb(memory.pinned),
       contentionSlots: contentionSize[3],
+      tickRatios: results.map((r) => ({
+        dialect: r.dialect,
+        ratio: r.tickContention.decisionsPerSecond / r.contention.decisionsPerSecond,
+      })),
+      scale,
     }),
   ];
   return lines.join('\n');
