@@ -124,9 +124,30 @@ describe('SlotFires', () => {
       await b.task.stop();
       await fires.fire(a.entry, year(2032));
       expect(fired.slice(3)).toEqual(['a@2032', 'c@2032']);
+      // A task whose previous fire has not ended (its acquire still under way) fires on its own timer only.
+      let endSlow!: () => void;
+      const slow = scheduleTask(expression, () => undefined, { name: 'slow', timezone: 'UTC' });
+      tasks.push({
+        task: slow,
+        entry: fires.add({
+          name: 'slow',
+          task: slow,
+          cron,
+          fire: (slot) => (fired.push(`slow@${slot.getUTCFullYear()}`), new Promise<void>((resolve) => (endSlow = resolve))),
+        }),
+      });
+      await fires.fire(a.entry, year(2034));
+      expect(fired.slice(5)).toEqual(['a@2034', 'c@2034', 'slow@2034']);
+      await fires.fire(a.entry, year(2035));
+      expect(fired.slice(8)).toEqual(['a@2035', 'c@2035']);
+      endSlow();
+      await new Promise((resolve) => setImmediate(resolve));
+      await fires.fire(a.entry, year(2036));
+      expect(fired.slice(10)).toEqual(['a@2036', 'c@2036', 'slow@2036']);
+      endSlow();
       // A slot the expression does not fire at fires only the task whose timer said so.
-      await fires.fire(c.entry, new Date(Date.UTC(2033, 5, 1)));
-      expect(fired.slice(5)).toEqual(['c@2033']);
+      await fires.fire(c.entry, new Date(Date.UTC(2037, 5, 1)));
+      expect(fired.slice(13)).toEqual(['c@2037']);
     } finally {
       for (const { task } of tasks) await task.destroy();
     }

@@ -21,6 +21,8 @@ export interface SlotFireEntry {
   firedSlot: number;
   /** That fire. */
   firing: Promise<void>;
+  /** Whether that fire has ended (its run, or its skip). */
+  settled: boolean;
 }
 
 /**
@@ -45,7 +47,7 @@ export class SlotFires {
 
   /** Adds a task that has just been scheduled (and started). */
   add(scheduled: ScheduledFire): SlotFireEntry {
-    const entry: SlotFireEntry = { scheduled, startedAt: Date.now(), firedSlot: Number.NaN, firing: Promise.resolve() };
+    const entry: SlotFireEntry = { scheduled, startedAt: Date.now(), firedSlot: Number.NaN, firing: Promise.resolve(), settled: true };
     this.#entries.add(entry);
     return entry;
   }
@@ -69,15 +71,26 @@ export class SlotFires {
     if (due.length > 1) this.#expectTogether(due.map(({ scheduled }) => scheduled.name));
     for (const one of due) {
       one.firedSlot = at;
-      one.firing = one.scheduled.fire(new Date(at));
+      one.settled = false;
+      const firing = one.scheduled.fire(new Date(at));
+      one.firing = firing;
+      void firing.then(() => {
+        if (one.firing === firing) one.settled = true;
+      });
     }
     return entry.firing;
   }
 }
 
-/** Whether node-cron is about to fire the task for the slot at `at` (ms): it started before that second, is not stopped, and its expression fires then. */
-function isDueAt({ scheduled, startedAt }: SlotFireEntry, at: number): boolean {
-  if (startedAt >= at) return false;
+/**
+ * Whether node-cron is about to fire the task for the slot at `at` (ms): it started before that
+ * second, is not stopped, and its expression fires then; and whether it is free to be fired now:
+ * its previous fire has ended. A task still busy with an older slot (its acquire still under way,
+ * as when a busy process's timers run late) fires on its own timer, as it did without this: its
+ * acquire for this slot, sent now, would be skipped as `locked` behind the one under way.
+ */
+function isDueAt({ scheduled, startedAt, settled }: SlotFireEntry, at: number): boolean {
+  if (startedAt >= at || !settled) return false;
   const status = scheduled.task.getStatus();
   return (status === 'idle' || status === 'running') && scheduled.cron.fireAfter(new Date(at - 1_000)).getTime() === at;
 }
