@@ -31,7 +31,7 @@ export interface SlotFireEntry {
  * reaching the database only at the end of that phase (which, beside the app's other timers, can
  * last tens of milliseconds). Instead, the first of them to fire a slot fires every task of the
  * guard due at that same slot at once (started before that second, not stopped, its expression
- * matching the slot), and announces their acquires to the runner, which sends them together
+ * matching the slot, its previous fire ended), and announces their acquires to the runner, which sends them together
  * right away: their answers are on the way while node-cron runs the other timers, which then
  * find their slot already fired and return that fire.
  * A task stopped by another timer's callback in the very turn of its slot, after the first fire,
