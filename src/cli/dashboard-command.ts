@@ -42,8 +42,9 @@ export async function dashboardCommand(guard: Guard, options: DashboardCommandOp
         'Pass --read-only, or bind to 127.0.0.1 and reach it through an SSH tunnel.\n',
     );
   }
-  process.stdout.write(`cronguard dashboard: ${url} (${readOnly ? 'read-only' : 'with controls'}); Ctrl-C stops it\n`);
-  await new Promise<void>((resolve) => {
+  // The signal handlers go first: a signal sent as soon as the URL is read must not find the
+  // process without them (the default action would end it at once, with no exit code).
+  const stopped = new Promise<void>((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
@@ -52,6 +53,8 @@ export async function dashboardCommand(guard: Guard, options: DashboardCommandOp
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+  process.stdout.write(`cronguard dashboard: ${url} (${readOnly ? 'read-only' : 'with controls'}); Ctrl-C stops it\n`);
+  await stopped;
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return { text: '', json: { url, stopped: true }, exitCode: 0 };
