@@ -66,26 +66,24 @@ VALUES ${Array.from({ length: count }, () => '(?, UTC_TIMESTAMP(3) + INTERVAL ? 
    */
   async function create(run: TransactionStatement, toCreate: readonly Wanted[], outcomes: Map<Wanted, AcquireOutcome>): Promise<Wanted[]> {
     if (await createTogether(run, toCreate)) return [...toCreate];
-    const missing: Wanted[] = [];
+    // The names that failed together once: all of them, or those the read found still missing.
+    let failed = toCreate;
     if (toCreate.length > 1) {
       const states = await readStates(run, toCreate, false);
-      for (const one of toCreate) {
-        const state = states.get(one);
-        if (state === 'missing') missing.push(one);
-        else outcomes.set(one, lossOf(state));
-      }
-      if (missing.length === 0 || (await createTogether(run, missing))) return missing;
+      failed = toCreate.filter((one) => states.get(one) === 'missing');
+      for (const one of toCreate) if (!failed.includes(one)) outcomes.set(one, lossOf(states.get(one)));
+      if (failed.length === 0 || (await createTogether(run, failed))) return [...failed];
     }
-    // Each name alone now, where a duplicate makes that name a loss (a concurrent creator has it)
-    // and any other error still fails the batch. Rare: a creator this transaction cannot see yet
-    // (it committed after this transaction's first read), or several creators of overlapping names.
+    // Each name alone now (a single one was just tried alone), where a duplicate makes that name a
+    // loss (a concurrent creator has it) and any other error still fails the batch. Rare: a
+    // creator this transaction cannot see yet (it committed after this transaction's first read),
+    // or several creators of overlapping names.
     const created: Wanted[] = [];
-    const lost: Wanted[] = toCreate.length === 1 ? [...toCreate] : [];
-    for (const one of missing.length === 1 ? [] : missing) {
-      if (await createTogether(run, [one])) created.push(one);
+    const lost: Wanted[] = [];
+    for (const one of failed) {
+      if (failed.length > 1 && (await createTogether(run, [one]))) created.push(one);
       else lost.push(one);
     }
-    if (missing.length === 1) lost.push(...missing);
     // Why each lost (the creator may have paused it since, or run this slot); a row this
     // transaction cannot see yet (a creator that committed after its first read) is held.
     const states = lost.length === 0 ? new Map<Wanted, RowState>() : await readStates(run, lost, false);
