@@ -4,6 +4,7 @@ import { createRunsTable } from './002-create-runs.js';
 import { createReplicasTable } from './003-create-replicas.js';
 import { operatorControls } from './004-operator-controls.js';
 import { createSlotLedger } from './005-slot-ledger.js';
+import { createRoutines } from './006-take-procedure.js';
 import type { MigrationContext } from './context.js';
 
 export type { MigrationContext } from './context.js';
@@ -40,6 +41,7 @@ const SCHEMA_MIGRATIONS: Record<string, MigrationFactory> = {
   '003_create_replicas': createReplicasTable,
   '004_operator_controls': operatorControls,
   '005_slot_ledger': createSlotLedger,
+  '006_take_procedure': createRoutines,
 };
 
 /** The number of a migration's name (`003_create_replicas` → 3). */

@@ -17,6 +17,26 @@ const mysql = dialectTargets().find((target) => target.name === 'mysql');
 const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
 const SLOT_2 = new Date(Date.UTC(2030, 0, 1, 0, 2));
 
+/**
+ * A batch's take: one call of the take procedure (migration 006), or, on tables without it, the
+ * transaction of batch statements. `takeWaiting`: what the processlist shows of each one's UPDATE
+ * while it waits for row a (inside the procedure, its variables as NAME_CONST).
+ */
+const TAKE_PATHS = [
+  { path: 'one call of the take procedure', withProcedure: true, takeWaiting: "NAME_CONST('v_name'" },
+  { path: 'batch statements, without the procedure', withProcedure: false, takeWaiting: 'CASE name WHEN' },
+];
+
+/** Tables as a replica of this version finds them before migration 006: no take procedure. */
+async function dropTakeProcedure(url: string, prefix: string): Promise<void> {
+  const raw = await openRaw('mysql', url);
+  try {
+    await raw.exec(`DROP PROCEDURE \`${prefix}take_locks_v1\``);
+  } finally {
+    await raw.close();
+  }
+}
+
 describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on mysql', () => {
   const target = mysql as NonNullable<typeof mysql>;
 
@@ -91,16 +111,24 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
     }
   });
 
-  it("runs the other jobs of a scheduled tick when one job's run row is refused", async () => {
+  it.each([
+    { rows: 'new names, created in the batch transaction', existing: false },
+    { rows: 'existing rows, taken by one call of the take procedure', existing: true },
+  ])("runs the other jobs of a scheduled tick when one job's run row is refused ($rows)", async ({ existing }) => {
     const { guard, url, prefix, logger } = await migratedGuard(target);
     const raw = await openRaw('mysql', url);
+    const names = ['good-0', 'bad', 'good-1', 'good-2'];
+    const slot = existing ? SLOT_2 : SLOT_1;
     try {
-      // The database refuses the run row of one job: the batch's transaction fails as a whole,
-      // rolled back, slot watermarks included, and each job then goes alone.
+      if (existing) {
+        const first = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot: SLOT_1 }, () => name)));
+        expect(first.map((result) => result.executed)).toEqual([true, true, true, true]);
+      }
+      // The database refuses the run row of one job: the batch's transaction (or the procedure's)
+      // fails as a whole, rolled back, slot watermarks included, and each job then goes alone.
       await raw.exec(`CREATE TRIGGER ${prefix}refuse BEFORE INSERT ON ${prefix}runs FOR EACH ROW
         BEGIN IF NEW.job_name = 'bad' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF; END`);
-      const names = ['good-0', 'bad', 'good-1', 'good-2'];
-      const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot: SLOT_1 }, () => name)));
+      const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot }, () => name)));
       expect(results.filter((_, index) => index !== 1)).toEqual([
         { executed: true, value: 'good-0' },
         { executed: true, value: 'good-1' },
@@ -111,7 +139,8 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
       expect(logger.errors.join('\n')).toContain('refused by the test');
       // Nothing of the failed job's attempt holds its lock: the next slot runs.
       await raw.exec(`DROP TRIGGER ${prefix}refuse`);
-      expect(await guard.run({ name: 'bad', lockAtMostFor: '1m', slot: SLOT_2 }, () => 'now')).toEqual({ executed: true, value: 'now' });
+      const next = new Date(slot.getTime() + 60_000);
+      expect(await guard.run({ name: 'bad', lockAtMostFor: '1m', slot: next }, () => 'now')).toEqual({ executed: true, value: 'now' });
     } finally {
       await raw.close();
     }
@@ -217,81 +246,92 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
     }
   });
 
-  it('waits, as a one-job take does, for a free row another session is writing, and takes it once that session is done', async () => {
-    const { guard, url, prefix } = await migratedGuard(target);
-    const raw = await openRaw('mysql', url);
-    const admin = await openRaw('mysql', url);
-    try {
-      // Both rows exist and are free (released by their runs).
-      for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
-      // A second guard (it has not released these locks itself, so both go through the batch's
-      // probe and take), past its first run's schema check and replica registration.
-      const other = guardOn(url, prefix).guard;
-      expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
-      // Another session writes row a (a late release, an operator's control) and has not committed.
-      await raw.exec('START TRANSACTION');
-      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
-      // The first acquire of the turn goes alone (core/tick-batch.ts): a and b go together.
-      const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
-      // The batch's take (its UPDATE chooses each row's values by name) is on the server, and
-      // cannot finish while row a is locked: it waits. (MariaDB's innodb_trx shows such a wait late.)
-      await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%CASE name WHEN%`);
-      await raw.exec('COMMIT');
-      expect(await both).toEqual([
-        { executed: true, value: 'first' },
-        { executed: true, value: 'a' },
-        { executed: true, value: 'b' },
-      ]);
-    } finally {
-      await raw.close();
-      await admin.close();
-    }
-  });
+  it.each(TAKE_PATHS)(
+    'waits, as a one-job take does, for a free row another session is writing, and takes it once that session is done ($path)',
+    async ({ withProcedure, takeWaiting }) => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      if (!withProcedure) await dropTakeProcedure(url, prefix);
+      const raw = await openRaw('mysql', url);
+      const admin = await openRaw('mysql', url);
+      try {
+        // Both rows exist and are free (released by their runs).
+        for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+        // A second guard (it has not released these locks itself, so both go through the batch's
+        // probe and take), past its first run's schema check and replica registration.
+        const other = guardOn(url, prefix).guard;
+        expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+        // Another session writes row a (a late release, an operator's control) and has not committed.
+        await raw.exec('START TRANSACTION');
+        await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
+        // The first acquire of the turn goes alone (core/tick-batch.ts): a and b go together.
+        const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
+        // The batch's take (the procedure's UPDATE of row a, or the batch UPDATE that chooses each
+        // row's values by name) is on the server, and cannot finish while row a is locked: it waits.
+        // (MariaDB's innodb_trx shows such a wait late.)
+        await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%${takeWaiting}%`);
+        await raw.exec('COMMIT');
+        expect(await both).toEqual([
+          { executed: true, value: 'first' },
+          { executed: true, value: 'a' },
+          { executed: true, value: 'b' },
+        ]);
+      } finally {
+        await raw.close();
+        await admin.close();
+      }
+    },
+  );
 
-  it("lets shutdown cut a batch's take waiting on a row lock, and the batch then takes none of its rows", async () => {
-    const { guard, url, prefix } = await migratedGuard(target);
-    const raw = await openRaw('mysql', url);
-    const admin = await openRaw('mysql', url);
-    try {
-      for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
-      const other = guardOn(url, prefix, { acquireTimeout: '10s' }).guard;
-      expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
-      await raw.exec('START TRANSACTION');
-      await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
-      let ran = 0;
-      // The first acquire of the turn goes alone (core/tick-batch.ts) and runs: a and b go together.
-      const all = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => void (ran += 1))));
-      await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%CASE name WHEN%`);
-      await other.shutdown({ timeout: '1s' });
-      const [first, ...both] = await all;
-      expect(first).toEqual({ executed: true, value: undefined });
-      expect(both).toEqual([
-        expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
-        expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
-      ]);
-      await raw.exec('COMMIT');
-      // The cut take rolled back with its transaction: row b, which it could have taken at once, is free too.
-      expect(ran).toBe(1);
-      const rows = await raw.query<{ name: string; token: string | null }>(
-        `SELECT CONVERT(name USING utf8mb4) AS name, token FROM ${prefix}locks WHERE name IN ('a', 'b') ORDER BY name`,
-      );
-      expect(rows).toEqual([
-        { name: 'a', token: null },
-        { name: 'b', token: null },
-      ]);
-    } finally {
-      await raw.close();
-      await admin.close();
-    }
-  });
+  it.each(TAKE_PATHS)(
+    "lets shutdown cut a batch's take waiting on a row lock, and the batch then takes none of its rows ($path)",
+    async ({ withProcedure, takeWaiting }) => {
+      const { guard, url, prefix } = await migratedGuard(target);
+      if (!withProcedure) await dropTakeProcedure(url, prefix);
+      const raw = await openRaw('mysql', url);
+      const admin = await openRaw('mysql', url);
+      try {
+        for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+        const other = guardOn(url, prefix, { acquireTimeout: '10s' }).guard;
+        expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+        await raw.exec('START TRANSACTION');
+        // Row b, so that the take (which goes in name order) has taken row a when it waits.
+        await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'b' FOR UPDATE`);
+        let ran = 0;
+        // The first acquire of the turn goes alone (core/tick-batch.ts) and runs: a and b go together.
+        const all = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => void (ran += 1))));
+        await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%${takeWaiting}%`);
+        await other.shutdown({ timeout: '1s' });
+        const [first, ...both] = await all;
+        expect(first).toEqual({ executed: true, value: undefined });
+        expect(both).toEqual([
+          expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
+          expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
+        ]);
+        await raw.exec('COMMIT');
+        // The cut take rolled back with its transaction: row a, which it had taken, is free again.
+        expect(ran).toBe(1);
+        const rows = await raw.query<{ name: string; token: string | null }>(
+          `SELECT CONVERT(name USING utf8mb4) AS name, token FROM ${prefix}locks WHERE name IN ('a', 'b') ORDER BY name`,
+        );
+        expect(rows).toEqual([
+          { name: 'a', token: null },
+          { name: 'b', token: null },
+        ]);
+      } finally {
+        await raw.close();
+        await admin.close();
+      }
+    },
+  );
 
-  it('sends the same statement texts for batches whose sizes round up to the same power of two (each text is a prepared statement)', async () => {
+  it('sends the same statement texts for batches whose sizes round up to the same power of two, without the take procedure (each text is a prepared statement)', async () => {
     const url = databaseUrl(target);
     const prefix = uniquePrefix();
     const log: CompiledQuery[] = [];
     const guard: Guard = createGuard({ database: loggedKysely(target, url, log), tablePrefix: prefix, logger: recordingLogger() });
     try {
       await guard.migrate();
+      await dropTakeProcedure(url, prefix);
       expect((await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
       // The batch texts of a tick of `size` jobs whose rows exist and are free. The first job of
       // the turn goes alone; the others batch.

@@ -91,6 +91,11 @@ export interface Dialect<Native = unknown> {
    * app's DDL at the same instant failed `migrate()`.
    */
   findTables?(db: Kysely<unknown>, schema: string | undefined, names: readonly string[]): Promise<TableMetadata[]>;
+  /**
+   * Creates the dialect's stored routines, unless they exist (migration 006). MySQL has one: the
+   * take of a batch in one round trip (dialects/mysql/take-procedure.ts). Where absent, none.
+   */
+  createRoutines?(db: Kysely<unknown>, tables: TableNames): Promise<void>;
   /** Appended to CREATE TABLE (engine, character set, WITHOUT ROWID), or empty. */
   readonly createTableSuffix: string;
   readonly reads: ReadSql;

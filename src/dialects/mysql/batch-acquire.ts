@@ -17,6 +17,8 @@ export interface MysqlBatchAcquireParts {
   readonly statements: LockStatements;
   /** The one-job acquire (lock-store.ts), for a batch of which only one job looks free. */
   acquireOne(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome>;
+  /** The take in one call of the take procedure (take-call.ts): each acquire's row state after it, or undefined when it cannot be made. */
+  takeByCall(wanted: readonly Wanted[]): Promise<Map<Wanted, RowState> | undefined>;
 }
 
 const slotColumn: BoundColumn = { alias: 'slot', value: 'CAST(? AS DATETIME(3))' };
@@ -218,6 +220,19 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
       // One job looks free: the one-job take (one autocommit UPDATE, or the INSERT for a new row) costs less than a transaction.
       outcomes.set(only, await parts.acquireOne(only.job, { ...only.request, expectFree: toTake.includes(only) }));
     } else if (candidates.length > 1) {
+      // Rows that all exist (every tick but a job's first): taken in one call of the take
+      // procedure, where the tables have it; otherwise, or for new rows, the transaction below.
+      const called = toCreate.length === 0 ? await parts.takeByCall(toTake) : undefined;
+      if (called !== undefined) {
+        for (const one of toTake) {
+          const state = called.get(one);
+          if (state === 'mine') outcomes.set(one, 'acquired');
+          // Deleted by hand since the probe: created as alone, as the one-job path does.
+          else if (state === 'missing') outcomes.set(one, await parts.acquireOne(one.job, { ...one.request, expectFree: false }));
+          else outcomes.set(one, lossOf(state));
+        }
+        return wanted.map((one) => outcomes.get(one) ?? 'locked');
+      }
       const taken = await statements.transaction((run) => takeAll(run, toTake, toCreate));
       for (const [one, outcome] of taken.outcomes) outcomes.set(one, outcome);
       if (taken.lostAll.length > 0) {

@@ -5,6 +5,7 @@ import { mysqlHandles } from './handle.js';
 import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
 import { isMysqlLockWaitTimeout, isMysqlMissingTable } from './driver-errors.js';
+import { createMysqlTakeProcedure } from './take-procedure.js';
 import { mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
 export const mysqlDialect: Dialect<mysql2.Pool> = {
@@ -14,6 +15,7 @@ export const mysqlDialect: Dialect<mysql2.Pool> = {
   supportsSchemas: false,
   indexExists: mysqlIndexExists,
   createTableSuffix: mysqlCreateTableSuffix,
+  createRoutines: createMysqlTakeProcedure,
   reads: mysqlReads,
   createLockStore: createMysqlLockStore,
   isMissingTable: isMysqlMissingTable,

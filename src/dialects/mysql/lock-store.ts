@@ -5,6 +5,8 @@ import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunO
 import type { ResolvedJob } from '../../core/job-options.js';
 import { mysqlBatchAcquirer } from './batch-acquire.js';
 import { mysqlBatchReleaser } from './batch-release.js';
+import { mysqlTakeCaller } from './take-call.js';
+import { takeProcedureName } from './take-procedure.js';
 import { DUPLICATE_KEY, lockStatements, statement, acquireStatement as registeredStatement } from './statement-execution.js';
 import { mysqlTime } from './time-values.js';
 import type {
@@ -269,6 +271,10 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
       pausedNow,
       statements,
       acquireOne: (job, request) => store.acquire(job, request),
+      // Only on tables with the pause columns: the procedure (migration 006) reads them.
+      takeByCall: operatorControls
+        ? mysqlTakeCaller({ procedure: `\`${takeProcedureName(tables)}\``, history, statements })
+        : () => Promise.resolve(undefined),
     }),
     releaseMany: mysqlBatchReleaser({ locks, runs, history, statements }),
     ...(statements.cancelAcquires === undefined ? {} : { cancelAcquires: statements.cancelAcquires }),

@@ -28,11 +28,20 @@ export interface LockStatements {
    * whole of `work` is run again (not the one statement): `work` must start from nothing each time.
    */
   transaction<Result>(work: (run: TransactionStatement) => Promise<Result>): Promise<Result>;
+  /**
+   * One CALL of a procedure that runs its own transaction (take-procedure.ts), on one connection,
+   * sent again when InnoDB chose it as a deadlock victim. When it fails, a ROLLBACK on that
+   * connection before it goes back to the pool: a statement cut by KILL QUERY may end the procedure
+   * without its handler, and its transaction must not stay open on a pooled connection.
+   */
+  call: TransactionStatement;
   /** Marks a statement text as part of an acquire, which shutdown may cut (see `acquireStatementsOf`); returns it. */
   acquireText(sql: string): string;
   /** Cuts the acquire statements running now, and refuses any from now on (`LockStore.cancelAcquires`); undefined through a Kysely instance passed in. */
   readonly cancelAcquires: (() => Promise<void>) | undefined;
 }
+
+const ROLLBACK = CompiledQuery.raw('ROLLBACK');
 
 function isDeadlock(error: unknown): boolean {
   return (error as { errno?: unknown }).errno === DEADLOCK;
@@ -78,6 +87,23 @@ export function lockStatements(db: Kysely<unknown>): LockStatements {
           return await db
             .transaction()
             .execute((trx) => work(<Row>(sql: string, parameters: readonly unknown[]) => trx.executeQuery<Row>(compile(sql, parameters))));
+        } catch (error) {
+          if (!isDeadlock(error) || attempt >= DEADLOCK_ATTEMPTS) throw error;
+        }
+      }
+    },
+    async call<Row>(sql: string, parameters: readonly unknown[]): Promise<QueryResult<Row>> {
+      const compiled = compile(sql, parameters);
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          return await db.connection().execute(async (connection) => {
+            try {
+              return await connection.executeQuery<Row>(compiled);
+            } catch (error) {
+              await connection.executeQuery(ROLLBACK).catch(() => undefined);
+              throw error;
+            }
+          });
         } catch (error) {
           if (!isDeadlock(error) || attempt >= DEADLOCK_ATTEMPTS) throw error;
         }

@@ -1,0 +1,59 @@
+-- cronguard 006: the take procedure. A batch of acquires whose lock rows exist takes its locks and
+-- starts its runs in one CALL instead of four round trips (src/dialects/mysql/take-procedure.ts
+-- says why each statement has its shape). Needs MySQL 8.0 or MariaDB 10.6+ (JSON_TABLE) and the
+-- CREATE ROUTINE privilege; the replicas call it with EXECUTE (SQL SECURITY INVOKER: on their own
+-- privileges on the tables). Its body holds semicolons: a tool that splits the file at each one
+-- must be told where the statement ends (with the mysql client: `DELIMITER //` before the CREATE
+-- PROCEDURE, `//` and `DELIMITER ;` after it).
+-- If you set `tablePrefix`, the procedure's name takes it too: <prefix>take_locks_v1.
+CREATE PROCEDURE `cronguard_take_locks_v1`(
+  IN requests LONGTEXT CHARACTER SET utf8mb4, IN locked_by_value VARCHAR(255) CHARACTER SET utf8mb4, IN with_history BOOLEAN)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE done BOOLEAN DEFAULT FALSE;
+  DECLARE v_name VARBINARY(1020);
+  DECLARE v_token VARBINARY(36);
+  DECLARE v_slot DATETIME(3);
+  DECLARE v_micros BIGINT;
+  DECLARE wanted CURSOR FOR
+    SELECT j.name, j.token, j.slot, j.micros
+      FROM JSON_TABLE(requests, '$[*]' COLUMNS (name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u')) AS j
+     ORDER BY j.name;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET done = TRUE;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  START TRANSACTION;
+  OPEN wanted;
+  takes: LOOP
+    FETCH wanted INTO v_name, v_token, v_slot, v_micros;
+    IF done THEN LEAVE takes; END IF;
+    UPDATE `cronguard_locks`
+       SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL v_micros MICROSECOND,
+           locked_at = UTC_TIMESTAMP(3), locked_by = locked_by_value, token = v_token, last_slot = COALESCE(v_slot, last_slot)
+     WHERE name = v_name AND lock_until <= UTC_TIMESTAMP(3) AND (paused_at IS NULL OR paused_until <= UTC_TIMESTAMP(3))
+       AND (v_slot IS NULL OR last_slot IS NULL OR last_slot < v_slot);
+  END LOOP;
+  CLOSE wanted;
+  IF with_history THEN
+    INSERT INTO `cronguard_runs` (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+    SELECT l.token, l.name, j.slot, 'running', l.locked_by, l.locked_at, j.ms, l.lock_until
+      FROM JSON_TABLE(requests, '$[*]' COLUMNS (name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', ms BIGINT PATH '$.m')) AS j
+      JOIN `cronguard_locks` l ON l.name = j.name AND l.token = j.token
+    UNION ALL
+    SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
+      FROM JSON_TABLE(requests, '$[*]' COLUMNS (name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t')) AS j
+      JOIN `cronguard_locks` l ON l.name = j.name AND l.token = j.token
+      JOIN `cronguard_runs` r ON r.id = l.previous_token
+     WHERE r.status = 'running'
+    ON DUPLICATE KEY UPDATE status = 'abandoned';
+  END IF;
+  SELECT j.i, CASE WHEN l.name IS NULL THEN 'missing' WHEN l.token = j.token THEN 'mine'
+              WHEN l.paused_at IS NOT NULL AND (l.paused_until IS NULL OR l.paused_until > UTC_TIMESTAMP(3)) THEN 'paused'
+              WHEN l.last_slot >= j.slot THEN 'slot-done' WHEN l.lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
+    FROM JSON_TABLE(requests, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s')) AS j
+    LEFT JOIN `cronguard_locks` l ON l.name = j.name;
+  COMMIT;
+END;
+-- Recorded in the ledger of migrations 003 onwards, as migrate() records it.
+INSERT INTO cronguard_schema_migrations (name, timestamp)
+VALUES ('006_take_procedure', DATE_FORMAT(UTC_TIMESTAMP(3), '%Y-%m-%dT%H:%i:%s.%fZ'))
+ON DUPLICATE KEY UPDATE name = name;

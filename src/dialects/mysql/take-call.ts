@@ -1,0 +1,68 @@
+import type { RowState, Wanted } from './batch-create.js';
+import { micros } from './batch-create.js';
+import type { LockStatements } from './statement-execution.js';
+
+/** ER_SP_DOES_NOT_EXIST (tables not migrated to 006), ER_PROCACCESS_DENIED_ERROR (no EXECUTE grant). */
+const PROCEDURE_UNAVAILABLE = new Set([1305, 1370]);
+/** After the procedure was found unavailable, how long batches take their locks without it before trying it again. */
+const UNAVAILABLE_RECHECK_MS = 60_000;
+
+/** What the procedure's call needs from lock-store.ts. */
+export interface TakeCallParts {
+  /** The procedure's quoted name (take-procedure.ts). */
+  readonly procedure: string;
+  readonly history: boolean;
+  readonly statements: LockStatements;
+}
+
+/**
+ * The take of a batch in one round trip: one CALL of the take procedure (take-procedure.ts) with
+ * the batch as one JSON value. Answers each acquire's row state after the take (`mine`: won), or
+ * undefined when the call cannot be made, so that the batch takes its locks with its four
+ * statements instead: tables not migrated to 006 or no EXECUTE grant (then not tried again for a
+ * minute), or acquires made under different `lockedBy` names (one guard's never are).
+ * Any other failure rejects: nothing was taken (the procedure rolled back), and the guard sends
+ * each acquire alone.
+ */
+export function mysqlTakeCaller({
+  procedure,
+  history,
+  statements,
+}: TakeCallParts): (wanted: readonly Wanted[]) => Promise<Map<Wanted, RowState> | undefined> {
+  // The statement text is the same for any number of jobs: prepared once per connection.
+  const callSql = statements.acquireText(`CALL ${procedure}(?, ?, ?)`);
+  let unavailableUntil = Number.NEGATIVE_INFINITY;
+  return async (wanted) => {
+    const [first] = wanted;
+    if (first === undefined || performance.now() < unavailableUntil) return undefined;
+    const lockedBy = first.request.lockedBy;
+    if (wanted.some(({ request }) => request.lockedBy !== lockedBy)) return undefined;
+    // Names are well-formed text without NUL (job-options.ts): JSON carries them as they are.
+    const requests = JSON.stringify(
+      wanted.map((one) => ({
+        n: one.job.name,
+        t: one.request.token,
+        ...(one.slot === null ? {} : { s: one.slot }),
+        u: micros(one),
+        m: Math.round(one.job.lockAtMostForMs),
+      })),
+    );
+    let rows: unknown[];
+    try {
+      ({ rows } = await statements.call(callSql, [requests, lockedBy, history ? 1 : 0]));
+    } catch (error) {
+      if (!PROCEDURE_UNAVAILABLE.has((error as { errno?: unknown }).errno as number)) throw error;
+      unavailableUntil = performance.now() + UNAVAILABLE_RECHECK_MS;
+      return undefined;
+    }
+    // A CALL answers the rows of its SELECT, then its own status.
+    const [answered] = rows;
+    const states = new Map<Wanted, RowState>();
+    if (!Array.isArray(answered)) return states;
+    for (const { i, state } of answered as { i: number | bigint | string; state: RowState }[]) {
+      const one = wanted[Number(i) - 1];
+      if (one !== undefined) states.set(one, state);
+    }
+    return states;
+  };
+}

@@ -1,0 +1,100 @@
+import { sql, type Kysely } from 'kysely';
+import type { TableNames } from '../../core/dialect.js';
+
+/**
+ * The stored procedure of migration 006, by version: a later change to its body gets a new name
+ * (in a new migration), so that the replicas of a rolling deploy each keep calling the body they
+ * were written for.
+ */
+const TAKE_PROCEDURE_SUFFIX = 'take_locks_v1';
+
+/** The procedure's name: the table prefix's, as the tables' (`cronguard_take_locks_v1`). */
+export function takeProcedureName(tables: TableNames): string {
+  return `${tables.locks.slice(0, -'locks'.length)}${TAKE_PROCEDURE_SUFFIX}`;
+}
+
+/**
+ * The take of many jobs in one call (migration 006; lock-store.ts calls it through
+ * batch-acquire.ts). MySQL has no RETURNING and no multi-statement calls with bound values, so
+ * without it a batch's take is four round trips (BEGIN, the take, the run rows, COMMIT), each
+ * waiting for the answer to the one before: the procedure is one, with the very same statements.
+ *
+ * - Its input is one JSON array of the jobs to take (`n` name, `t` token, `s` slot or absent,
+ *   `u` lockAtMostFor in microseconds, `m` in milliseconds), bound as one value: the statement text
+ *   is the same for any number of jobs, prepared once per connection, and no value is SQL text.
+ *   Names and tokens are read as bytes (VARBINARY), compared byte for byte as everywhere else.
+ * - In one transaction, rolled back when any statement fails (the error goes back as it was: a
+ *   deadlock victim is sent again, anything else has each job sent alone): for each job in name
+ *   order, the one-job take (lock-store.ts), so that two batches lock their rows in the same order
+ *   and never wait for each other in a circle; then every winner's run row, and `abandoned` for
+ *   the run each took over from, in one INSERT … SELECT (the one-job start for many); then, for
+ *   every job by its position in the input (`i`, from 1), what its row says now, with the batch
+ *   probe's CASE plus `mine` (this call's token: a win). A loser writes nothing.
+ * - SQL SECURITY INVOKER: it runs with the caller's privileges on the tables, not its creator's.
+ * - Valid on MySQL 8.0 and MariaDB 10.6+ (JSON_TABLE); no double-quoted strings, so that the
+ *   server's sql_mode at creation (which the procedure keeps) may include ANSI_QUOTES.
+ */
+export function takeProcedureSql(tables: TableNames): string {
+  const locks = `\`${tables.locks}\``;
+  const runs = `\`${tables.runs}\``;
+  const requests = (columns: string): string => `JSON_TABLE(requests, '$[*]' COLUMNS (${columns})) AS j`;
+  return `CREATE PROCEDURE \`${takeProcedureName(tables)}\`(
+  IN requests LONGTEXT CHARACTER SET utf8mb4, IN locked_by_value VARCHAR(255) CHARACTER SET utf8mb4, IN with_history BOOLEAN)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE done BOOLEAN DEFAULT FALSE;
+  DECLARE v_name VARBINARY(1020);
+  DECLARE v_token VARBINARY(36);
+  DECLARE v_slot DATETIME(3);
+  DECLARE v_micros BIGINT;
+  DECLARE wanted CURSOR FOR
+    SELECT j.name, j.token, j.slot, j.micros
+      FROM ${requests(`name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u'`)}
+     ORDER BY j.name;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET done = TRUE;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  START TRANSACTION;
+  OPEN wanted;
+  takes: LOOP
+    FETCH wanted INTO v_name, v_token, v_slot, v_micros;
+    IF done THEN LEAVE takes; END IF;
+    UPDATE ${locks}
+       SET previous_token = token, lock_until = UTC_TIMESTAMP(3) + INTERVAL v_micros MICROSECOND,
+           locked_at = UTC_TIMESTAMP(3), locked_by = locked_by_value, token = v_token, last_slot = COALESCE(v_slot, last_slot)
+     WHERE name = v_name AND lock_until <= UTC_TIMESTAMP(3) AND (paused_at IS NULL OR paused_until <= UTC_TIMESTAMP(3))
+       AND (v_slot IS NULL OR last_slot IS NULL OR last_slot < v_slot);
+  END LOOP;
+  CLOSE wanted;
+  IF with_history THEN
+    INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
+    SELECT l.token, l.name, j.slot, 'running', l.locked_by, l.locked_at, j.ms, l.lock_until
+      FROM ${requests(`name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', ms BIGINT PATH '$.m'`)}
+      JOIN ${locks} l ON l.name = j.name AND l.token = j.token
+    UNION ALL
+    SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
+      FROM ${requests(`name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t'`)}
+      JOIN ${locks} l ON l.name = j.name AND l.token = j.token
+      JOIN ${runs} r ON r.id = l.previous_token
+     WHERE r.status = 'running'
+    ON DUPLICATE KEY UPDATE status = 'abandoned';
+  END IF;
+  SELECT j.i, CASE WHEN l.name IS NULL THEN 'missing' WHEN l.token = j.token THEN 'mine'
+              WHEN l.paused_at IS NOT NULL AND (l.paused_until IS NULL OR l.paused_until > UTC_TIMESTAMP(3)) THEN 'paused'
+              WHEN l.last_slot >= j.slot THEN 'slot-done' WHEN l.lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
+    FROM ${requests(`i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s'`)}
+    LEFT JOIN ${locks} l ON l.name = j.name;
+  COMMIT;
+END`;
+}
+
+/**
+ * Migration 006 on MySQL/MariaDB: creates the take procedure unless it exists (MySQL 8.0 before
+ * 8.0.29 has no CREATE PROCEDURE IF NOT EXISTS). Needs the CREATE ROUTINE privilege; a replica
+ * whose tables lack it (not migrated yet) takes its batches with four statements, as before.
+ */
+export async function createMysqlTakeProcedure(db: Kysely<unknown>, tables: TableNames): Promise<void> {
+  const { rows } = await sql`SELECT 1 FROM information_schema.routines
+    WHERE routine_schema = DATABASE() AND routine_name = ${takeProcedureName(tables)} AND routine_type = 'PROCEDURE'`.execute(db);
+  if (rows.length > 0) return;
+  await sql.raw(takeProcedureSql(tables)).execute(db);
+}

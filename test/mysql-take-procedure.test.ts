@@ -1,0 +1,162 @@
+// MySQL/MariaDB's take procedure (migration 006, issue 19): a batch of acquires whose lock rows
+// exist takes its locks and starts its runs in one CALL, whose text is the same for any number of
+// jobs; the names travel in one JSON value and stay byte-exact; on tables without the procedure
+// the batch takes its locks with its statements, as before, and stops trying the CALL.
+import type { CompiledQuery } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { createGuard, type Guard } from '../src/index.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { recordingLogger } from './support/guards.js';
+import { loggedKysely } from './support/logged-kysely.js';
+import { openRaw } from './support/raw-database.js';
+
+const mysql = dialectTargets().find((target) => target.name === 'mysql');
+const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
+const SLOT_2 = new Date(Date.UTC(2030, 0, 1, 0, 2));
+const SLOT_3 = new Date(Date.UTC(2030, 0, 1, 0, 3));
+
+/** Names a JSON value or a collation could mix up: case, trailing space, quotes, backslashes, JSON syntax, four-byte characters. */
+const NAMES = [
+  'job',
+  'Job',
+  'job ',
+  `quote ' "double" \\ back`,
+  'json "}]\\u0041 {"n": "job"}',
+  'emoji 🦀 ✓ 漢字',
+  'é'.repeat(255),
+  '🦀'.repeat(255),
+];
+
+describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('the take procedure on mysql', () => {
+  const target = mysql as NonNullable<typeof mysql>;
+
+  /** A guard through a Kysely passed in that logs every statement (failed ones too); closed by `end`. */
+  const loggedGuard = (prefix: string, log: CompiledQuery[], history = true) => {
+    const kysely = loggedKysely(target, databaseUrl(target), log, { failed: true });
+    const logger = recordingLogger();
+    const guard: Guard = createGuard({ database: kysely, tablePrefix: prefix, logger, history });
+    return { guard, logger, end: async () => (await guard.close(), await kysely.destroy()) };
+  };
+  /** One tick: every name at once, at `slot`; what each run answered. */
+  const tick = async (guard: Guard, names: readonly string[], slot: Date): Promise<string[]> => {
+    const results = await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot }, () => name)));
+    return results.map((result) => (result.executed ? 'ran' : result.reason));
+  };
+  const calls = (log: readonly CompiledQuery[]): CompiledQuery[] => log.filter(({ sql }) => sql.startsWith('CALL '));
+
+  it('takes the locks of a tick whose rows exist in one CALL, with the same text for 4 jobs as for 40', async () => {
+    const prefix = uniquePrefix();
+    const log: CompiledQuery[] = [];
+    const { guard, logger, end } = loggedGuard(prefix, log);
+    try {
+      await guard.migrate();
+      const texts = new Set<string>();
+      for (const size of [4, 40]) {
+        const names = Array.from({ length: size }, (_, index) => `n${size}-${index}`);
+        // The first tick creates the rows (the batch transaction); the guard then released them itself.
+        expect(await tick(guard, names, SLOT_1)).toEqual(names.map(() => 'ran'));
+        log.splice(0);
+        expect(await tick(guard, names, SLOT_2)).toEqual(names.map(() => 'ran'));
+        // The first acquire of the turn goes alone (core/tick-batch.ts); all the others, one CALL.
+        const sent = log.splice(0);
+        expect(calls(sent)).toHaveLength(1);
+        expect(sent.filter(({ sql }) => sql.includes('CASE name WHEN'))).toEqual([]);
+        for (const { sql } of calls(sent)) texts.add(sql);
+        // The slot is done. The guard released these locks itself, so it takes first: the CALL
+        // takes nothing and answers why each lost (the row's slot), with no probe after it.
+        expect(await tick(guard, names, SLOT_2)).toEqual(names.map(() => 'slot-done'));
+        const lost = log.splice(0);
+        expect(calls(lost)).toHaveLength(1);
+        expect(lost.filter(({ sql }) => sql.startsWith('SELECT r.i'))).toEqual([]);
+      }
+      expect(texts.size).toBe(1);
+      expect(logger.errors).toEqual([]);
+    } finally {
+      await end();
+    }
+  });
+
+  it.each([
+    { kind: 'its own pool (bound values)', throughKysely: false },
+    { kind: 'a Kysely passed in (strings as bytes)', throughKysely: true },
+  ])('keeps names byte-exact in the JSON value of one call, through $kind', async ({ throughKysely }) => {
+    const prefix = uniquePrefix();
+    const log: CompiledQuery[] = [];
+    const url = databaseUrl(target);
+    const logged = loggedGuard(prefix, log);
+    const guard = throughKysely ? logged.guard : createGuard({ database: url, tablePrefix: prefix, logger: recordingLogger() });
+    const raw = await openRaw('mysql', url);
+    try {
+      await guard.migrate();
+      // The rows exist and are free (each created alone), then every name at once at two slots.
+      for (const name of NAMES) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+      expect(await tick(guard, NAMES, SLOT_1)).toEqual(NAMES.map(() => 'ran'));
+      expect(await tick(guard, NAMES, SLOT_2)).toEqual(NAMES.map(() => 'ran'));
+      if (throughKysely) expect(calls(log)).toHaveLength(2);
+      // One row per name, each with its own slot watermark; three runs each in history.
+      const rows = await raw.query<{ name: string; last_slot: unknown }>(
+        `SELECT CONVERT(name USING utf8mb4) AS name, last_slot FROM ${prefix}locks`,
+      );
+      expect(rows.map((row) => row.name).sort()).toEqual([...NAMES].sort());
+      expect(new Set(rows.map((row) => String(row.last_slot))).size).toBe(1);
+      for (const name of NAMES) {
+        const { runs } = await guard.history({ job: name });
+        expect(
+          runs.map((run) => run.status),
+          JSON.stringify(name),
+        ).toEqual(['succeeded', 'succeeded', 'succeeded']);
+      }
+    } finally {
+      await raw.close();
+      await logged.end();
+      if (!throughKysely) await guard.close();
+    }
+  });
+
+  it('writes no run rows for a guard without history', async () => {
+    const prefix = uniquePrefix();
+    const log: CompiledQuery[] = [];
+    const { guard, end } = loggedGuard(prefix, log, false);
+    const raw = await openRaw('mysql', databaseUrl(target));
+    try {
+      await guard.migrate();
+      const names = ['a', 'b', 'c'];
+      expect(await tick(guard, names, SLOT_1)).toEqual(['ran', 'ran', 'ran']);
+      log.splice(0);
+      expect(await tick(guard, names, SLOT_2)).toEqual(['ran', 'ran', 'ran']);
+      expect(calls(log)).toHaveLength(1);
+      expect(await raw.query(`SELECT id FROM ${prefix}runs`)).toEqual([]);
+    } finally {
+      await raw.close();
+      await end();
+    }
+  });
+
+  it('takes the locks with its statements on tables without the procedure, and stops calling it', async () => {
+    const prefix = uniquePrefix();
+    const log: CompiledQuery[] = [];
+    const { guard, logger, end } = loggedGuard(prefix, log);
+    const raw = await openRaw('mysql', databaseUrl(target));
+    try {
+      await guard.migrate();
+      // Tables as a replica of this version finds them before migration 006.
+      await raw.exec(`DROP PROCEDURE \`${prefix}take_locks_v1\``);
+      const names = ['a', 'b', 'c'];
+      expect(await tick(guard, names, SLOT_1)).toEqual(['ran', 'ran', 'ran']);
+      log.splice(0);
+      // The CALL is refused (no such procedure, nothing run): the batch statements take the locks.
+      expect(await tick(guard, names, SLOT_2)).toEqual(['ran', 'ran', 'ran']);
+      expect(calls(log)).toHaveLength(1);
+      expect(log.filter(({ sql }) => sql.includes('CASE name WHEN'))).toHaveLength(1);
+      log.splice(0);
+      // Not tried again for a while: the next tick goes straight to the statements.
+      expect(await tick(guard, names, SLOT_3)).toEqual(['ran', 'ran', 'ran']);
+      expect(calls(log)).toEqual([]);
+      expect(log.filter(({ sql }) => sql.includes('CASE name WHEN'))).toHaveLength(1);
+      expect(logger.errors).toEqual([]);
+    } finally {
+      await raw.close();
+      await end();
+    }
+  });
+});
