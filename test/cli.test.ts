@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
+import { SCHEMA_VERSION } from '../migrations/index.js';
 
 const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 
@@ -29,7 +30,7 @@ describe.each(dialectTargets())('cronguard migrate on $name', (target) => {
     const url = databaseUrl(target);
     const prefix = uniquePrefix();
     const first = await cronguard(['migrate', '--database', url, '--table-prefix', prefix]);
-    expect(first).toEqual({ code: 0, stdout: 'cronguard: tables are up to date (schema version 5)\n', stderr: '' });
+    expect(first).toEqual({ code: 0, stdout: `cronguard: tables are up to date (schema version ${SCHEMA_VERSION})\n`, stderr: '' });
     const again = await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url });
     expect(again.code).toBe(0);
     // CRONGUARD_DATABASE_URL first, then DATABASE_URL (the app's own variable); --database before both.

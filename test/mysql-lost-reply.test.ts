@@ -8,6 +8,7 @@ import { createGuard } from '../src/index.js';
 import { dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, recordingLogger } from './support/guards.js';
 import { startReplyDropper } from './support/mysql-reply-dropper.js';
+import { openRaw } from './support/raw-database.js';
 
 const mysqlTarget = dialectTargets().find((target) => target.name === 'mysql');
 
@@ -58,6 +59,9 @@ describe.skipIf(mysqlTarget?.serverUrl === null || mysqlTarget === undefined)(
       const guard = createGuard({ database: pool, tablePrefix: prefix, logger: recordingLogger() });
       try {
         await guard.migrate();
+        // Tables without the take procedure (before migration 006): the batch takes its rows with statements.
+        const raw = await openRaw('mysql', serverUrl);
+        await raw.exec(`DROP PROCEDURE \`${prefix}take_locks_v1\``).finally(() => raw.close());
         // 40 rows that exist and are free, released by another guard: the guard probes them, then
         // takes them in one transaction (an UPDATE binding 64 rows × 11 values), whose reply is lost.
         const names = Array.from({ length: 40 }, (_, index) => `job-${index}`);
@@ -73,6 +77,40 @@ describe.skipIf(mysqlTarget?.serverUrl === null || mysqlTarget === undefined)(
       } finally {
         await guard.close();
         await new Promise<void>((resolve) => pool.end(() => resolve()));
+        await dropper.close();
+      }
+    });
+
+    it('loses the answer to a CALL of the take procedure after the server ran it: the rows are read back, and each job runs once', async () => {
+      const serverUrl = mysqlTarget?.serverUrl ?? '';
+      const dropper = await startReplyDropper(serverUrl);
+      const prefix = uniquePrefix();
+      const { guard, logger } = guardOn(dropper.url, prefix);
+      const slot = new Date(Date.UTC(2030, 0, 1, 0, 1));
+      try {
+        await guard.migrate();
+        // 40 rows that exist and that this guard released itself: it takes them at once, the lone
+        // first acquire of the turn in a CALL of its own, the others in one CALL together.
+        const names = Array.from({ length: 40 }, (_, index) => `job-${index}`);
+        expect(
+          (await Promise.all(names.map((name) => guard.run({ name, lockAtMostFor: '1m' }, () => 0)))).every((run) => run.executed),
+        ).toBe(true);
+        // The first CALL to reach the server runs and commits there; its answer is lost with its connection.
+        dropper.arm((sql) => sql.startsWith('CALL '));
+        const runs = new Map<string, number>();
+        const results = await Promise.all(
+          names.map((name) => guard.run({ name, lockAtMostFor: '1m', slot }, () => void runs.set(name, (runs.get(name) ?? 0) + 1))),
+        );
+        expect(dropper.dropped).toBe(1);
+        // What the lost call took, it started the runs of: read back, those jobs run, once each.
+        expect(results.map((result) => result.executed)).toEqual(names.map(() => true));
+        expect([...runs.values()]).toEqual(names.map(() => 1));
+        const { runs: history } = await guard.history({ limit: 200 });
+        expect(history.filter((run) => run.status !== 'succeeded')).toEqual([]);
+        expect(history).toHaveLength(80);
+        expect(logger.errors).toEqual([]);
+      } finally {
+        await guard.close();
         await dropper.close();
       }
     });

@@ -59,6 +59,9 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
     });
   });
   try {
+    // The routines again (migration 006 creates them): where an earlier migrate() lacked the
+    // privilege to create them, a later one by a user who has it does. One read when they exist.
+    await dialect.createRoutines?.(db, context.tables);
     return await readSchemaVersions(db, dialect, context.tables);
   } catch (error) {
     throw migrationFailed(error);

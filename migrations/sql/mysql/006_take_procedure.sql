@@ -37,12 +37,12 @@ BEGIN
     INSERT INTO `cronguard_runs` (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
     SELECT l.token, l.name, j.slot, 'running', l.locked_by, l.locked_at, j.ms, l.lock_until
       FROM JSON_TABLE(requests, '$[*]' COLUMNS (name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', ms BIGINT PATH '$.m')) AS j
-      JOIN `cronguard_locks` l ON l.name = j.name AND l.token = j.token
+      STRAIGHT_JOIN `cronguard_locks` l FORCE INDEX (PRIMARY) ON l.name = j.name AND l.token = j.token
     UNION ALL
     SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
       FROM JSON_TABLE(requests, '$[*]' COLUMNS (name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t')) AS j
-      JOIN `cronguard_locks` l ON l.name = j.name AND l.token = j.token
-      JOIN `cronguard_runs` r ON r.id = l.previous_token
+      STRAIGHT_JOIN `cronguard_locks` l FORCE INDEX (PRIMARY) ON l.name = j.name AND l.token = j.token
+      STRAIGHT_JOIN `cronguard_runs` r FORCE INDEX (PRIMARY) ON r.id = l.previous_token
      WHERE r.status = 'running'
     ON DUPLICATE KEY UPDATE status = 'abandoned';
   END IF;

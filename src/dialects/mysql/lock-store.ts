@@ -4,9 +4,9 @@ import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { mysqlBatchAcquirer } from './batch-acquire.js';
+import { lossOf } from './batch-create.js';
 import { mysqlBatchReleaser } from './batch-release.js';
 import { mysqlTakeCaller } from './take-call.js';
-import { takeProcedureName } from './take-procedure.js';
 import { DUPLICATE_KEY, lockStatements, statement, acquireStatement as registeredStatement } from './statement-execution.js';
 import { mysqlTime } from './time-values.js';
 import type {
@@ -165,6 +165,10 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
    SET r.status = 'abandoned'
  WHERE r.id IN (l.token, l.previous_token) AND r.status = 'running'`);
 
+  // The take procedure's call (migration 006), for a batch and for a guard that released the lock
+  // itself. Only on tables with the pause columns: the procedure reads them.
+  const takeByCall = operatorControls ? mysqlTakeCaller({ tables, history, statements }) : () => Promise.resolve(undefined);
+
   async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
     if (!history) return 'acquired';
     try {
@@ -208,7 +212,19 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
       };
       const take = async (): Promise<boolean> => (await execute(takeSql, values)).numAffectedRows === 1n;
       // A guard that released the lock itself takes first: the row most likely exists and is free.
-      if (expectFree && (await take())) return start(job, token, slotText);
+      // Where the tables have the take procedure, the take and the run's start are one call, which
+      // also answers why a loser lost (no probe after it); a row deleted by hand goes on to the probe.
+      if (expectFree) {
+        const one = { job, request: { token, lockedBy, slot, expectFree }, slot: slotText };
+        const called = await takeByCall([one]);
+        if (called === undefined) {
+          if (await take()) return start(job, token, slotText);
+        } else {
+          const state = called.get(one);
+          if (state === 'mine') return 'acquired';
+          if (state !== undefined && state !== 'missing') return lossOf(state);
+        }
+      }
       // The probe, also after such a take lost: it says why, and finds a row deleted by hand.
       const [probe] = (await execute<{ state: AcquireOutcome | 'free' }, SlotOfJob>(probeSql, values)).rows;
       if (probe !== undefined && probe.state !== 'free') return probe.state;
@@ -271,10 +287,7 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
       pausedNow,
       statements,
       acquireOne: (job, request) => store.acquire(job, request),
-      // Only on tables with the pause columns: the procedure (migration 006) reads them.
-      takeByCall: operatorControls
-        ? mysqlTakeCaller({ procedure: `\`${takeProcedureName(tables)}\``, history, statements })
-        : () => Promise.resolve(undefined),
+      takeByCall,
     }),
     releaseMany: mysqlBatchReleaser({ locks, runs, history, statements }),
     ...(statements.cancelAcquires === undefined ? {} : { cancelAcquires: statements.cancelAcquires }),

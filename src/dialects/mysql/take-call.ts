@@ -1,6 +1,8 @@
 import type { RowState, Wanted } from './batch-create.js';
 import { micros } from './batch-create.js';
+import type { TableNames } from '../../core/dialect.js';
 import type { LockStatements } from './statement-execution.js';
+import { takeProcedureName, takeStatesSql } from './take-procedure.js';
 
 /** ER_SP_DOES_NOT_EXIST (tables not migrated to 006), ER_PROCACCESS_DENIED_ERROR (no EXECUTE grant). */
 const PROCEDURE_UNAVAILABLE = new Set([1305, 1370]);
@@ -9,8 +11,8 @@ const UNAVAILABLE_RECHECK_MS = 60_000;
 
 /** What the procedure's call needs from lock-store.ts. */
 export interface TakeCallParts {
-  /** The procedure's quoted name (take-procedure.ts). */
-  readonly procedure: string;
+  /** The guard's tables: the procedure's name is theirs (take-procedure.ts). */
+  readonly tables: TableNames;
   readonly history: boolean;
   readonly statements: LockStatements;
 }
@@ -21,16 +23,26 @@ export interface TakeCallParts {
  * undefined when the call cannot be made, so that the batch takes its locks with its four
  * statements instead: tables not migrated to 006 or no EXECUTE grant (then not tried again for a
  * minute), or acquires made under different `lockedBy` names (one guard's never are).
- * Any other failure rejects: nothing was taken (the procedure rolled back), and the guard sends
- * each acquire alone.
+ * After any other failure, the rows are read back: a call that committed and lost only its answer
+ * keeps its wins; otherwise it took nothing (the procedure rolled back), the error stands, and the
+ * guard sends each acquire alone.
  */
 export function mysqlTakeCaller({
-  procedure,
+  tables,
   history,
   statements,
 }: TakeCallParts): (wanted: readonly Wanted[]) => Promise<Map<Wanted, RowState> | undefined> {
-  // The statement text is the same for any number of jobs: prepared once per connection.
-  const callSql = statements.acquireText(`CALL ${procedure}(?, ?, ?)`);
+  // The statement texts are the same for any number of jobs: prepared once per connection.
+  const callSql = statements.acquireText(`CALL \`${takeProcedureName(tables)}\`(?, ?, ?)`);
+  const statesSql = takeStatesSql(tables, '?');
+  const statesOf = (wanted: readonly Wanted[], rows: readonly unknown[]): Map<Wanted, RowState> => {
+    const states = new Map<Wanted, RowState>();
+    for (const { i, state } of rows as { i: number | bigint | string; state: RowState }[]) {
+      const one = wanted[Number(i) - 1];
+      if (one !== undefined) states.set(one, state);
+    }
+    return states;
+  };
   let unavailableUntil = Number.NEGATIVE_INFINITY;
   return async (wanted) => {
     const [first] = wanted;
@@ -51,18 +63,23 @@ export function mysqlTakeCaller({
     try {
       ({ rows } = await statements.call(callSql, [requests, lockedBy, history ? 1 : 0]));
     } catch (error) {
-      if (!PROCEDURE_UNAVAILABLE.has((error as { errno?: unknown }).errno as number)) throw error;
-      unavailableUntil = performance.now() + UNAVAILABLE_RECHECK_MS;
-      return undefined;
+      if (PROCEDURE_UNAVAILABLE.has((error as { errno?: unknown }).errno as number)) {
+        unavailableUntil = performance.now() + UNAVAILABLE_RECHECK_MS;
+        return undefined;
+      }
+      // The call may have committed and lost only its answer (its connection dropped): then its
+      // rows hold this call's tokens, and those jobs are won, their run rows written. A plain read
+      // on another connection tells (the call is one transaction: all its takes, or none). When
+      // none is this call's, it took nothing: the error stands, and each job goes alone.
+      const states = await statements.run(statesSql, [requests]).then(
+        ({ rows: read }) => statesOf(wanted, read),
+        () => undefined,
+      );
+      if (states === undefined || ![...states.values()].includes('mine')) throw error;
+      return states;
     }
     // A CALL answers the rows of its SELECT, then its own status.
     const [answered] = rows;
-    const states = new Map<Wanted, RowState>();
-    if (!Array.isArray(answered)) return states;
-    for (const { i, state } of answered as { i: number | bigint | string; state: RowState }[]) {
-      const one = wanted[Number(i) - 1];
-      if (one !== undefined) states.set(one, state);
-    }
-    return states;
+    return statesOf(wanted, Array.isArray(answered) ? answered : []);
   };
 }

@@ -27,7 +27,10 @@ export function takeProcedureName(tables: TableNames): string {
  *   deadlock victim is sent again, anything else has each job sent alone): for each job in name
  *   order, the one-job take (lock-store.ts), so that two batches lock their rows in the same order
  *   and never wait for each other in a circle; then every winner's run row, and `abandoned` for
- *   the run each took over from, in one INSERT … SELECT (the one-job start for many); then, for
+ *   the run each took over from, in one INSERT … SELECT (the one-job start for many), which
+ *   reads the lock rows from the input by primary key (STRAIGHT_JOIN, FORCE INDEX: an INSERT …
+ *   SELECT locks the rows it reads, and on a small table the optimizer would rather scan them
+ *   all, locking rows another call holds: two calls of disjoint jobs then deadlocked); then, for
  *   every job by its position in the input (`i`, from 1), what its row says now, with the batch
  *   probe's CASE plus `mine` (this call's token: a win). A loser writes nothing.
  * - SQL SECURITY INVOKER: it runs with the caller's privileges on the tables, not its creator's.
@@ -69,32 +72,54 @@ BEGIN
     INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
     SELECT l.token, l.name, j.slot, 'running', l.locked_by, l.locked_at, j.ms, l.lock_until
       FROM ${requests(`name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', ms BIGINT PATH '$.m'`)}
-      JOIN ${locks} l ON l.name = j.name AND l.token = j.token
+      STRAIGHT_JOIN ${locks} l FORCE INDEX (PRIMARY) ON l.name = j.name AND l.token = j.token
     UNION ALL
     SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
       FROM ${requests(`name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t'`)}
-      JOIN ${locks} l ON l.name = j.name AND l.token = j.token
-      JOIN ${runs} r ON r.id = l.previous_token
+      STRAIGHT_JOIN ${locks} l FORCE INDEX (PRIMARY) ON l.name = j.name AND l.token = j.token
+      STRAIGHT_JOIN ${runs} r FORCE INDEX (PRIMARY) ON r.id = l.previous_token
      WHERE r.status = 'running'
     ON DUPLICATE KEY UPDATE status = 'abandoned';
   END IF;
-  SELECT j.i, CASE WHEN l.name IS NULL THEN 'missing' WHEN l.token = j.token THEN 'mine'
-              WHEN l.paused_at IS NOT NULL AND (l.paused_until IS NULL OR l.paused_until > UTC_TIMESTAMP(3)) THEN 'paused'
-              WHEN l.last_slot >= j.slot THEN 'slot-done' WHEN l.lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
-    FROM ${requests(`i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s'`)}
-    LEFT JOIN ${locks} l ON l.name = j.name;
+  ${takeStatesSql(tables, 'requests')};
   COMMIT;
 END`;
 }
 
 /**
- * Migration 006 on MySQL/MariaDB: creates the take procedure unless it exists (MySQL 8.0 before
- * 8.0.29 has no CREATE PROCEDURE IF NOT EXISTS). Needs the CREATE ROUTINE privilege; a replica
- * whose tables lack it (not migrated yet) takes its batches with four statements, as before.
+ * What each request's lock row says, by its position in the JSON array `requests` (an SQL
+ * expression: the procedure's parameter, or `?`): the batch probe's CASE (batch-acquire.ts) plus
+ * `mine` (the request's token: a win). A plain read. The procedure ends with it; take-call.ts
+ * sends it alone after a call whose answer was lost.
+ */
+export function takeStatesSql(tables: TableNames, requests: string): string {
+  return `SELECT j.i, CASE WHEN l.name IS NULL THEN 'missing' WHEN l.token = j.token THEN 'mine'
+              WHEN l.paused_at IS NOT NULL AND (l.paused_until IS NULL OR l.paused_until > UTC_TIMESTAMP(3)) THEN 'paused'
+              WHEN l.last_slot >= j.slot THEN 'slot-done' WHEN l.lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
+    FROM JSON_TABLE(${requests}, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s')) AS j
+    LEFT JOIN \`${tables.locks}\` l ON l.name = j.name`;
+}
+
+/** Access denied: to the database (1044), a table (1142), a privilege such as CREATE ROUTINE (1227), a routine (1370). */
+const ACCESS_DENIED = new Set([1044, 1142, 1227, 1370]);
+const ALREADY_EXISTS = 1304;
+
+/**
+ * Migration 006 on MySQL/MariaDB, and every `migrate()` after it: creates the take procedure unless
+ * it exists (MySQL 8.0 before 8.0.29 has no CREATE PROCEDURE IF NOT EXISTS). A user without the
+ * CREATE ROUTINE privilege still migrates: the procedure is then left out, the replicas take their
+ * batches with four statements, as before 006, and a later `migrate()` by a user who has the
+ * privilege creates it. Any other failure fails the migration.
  */
 export async function createMysqlTakeProcedure(db: Kysely<unknown>, tables: TableNames): Promise<void> {
   const { rows } = await sql`SELECT 1 FROM information_schema.routines
     WHERE routine_schema = DATABASE() AND routine_name = ${takeProcedureName(tables)} AND routine_type = 'PROCEDURE'`.execute(db);
   if (rows.length > 0) return;
-  await sql.raw(takeProcedureSql(tables)).execute(db);
+  try {
+    await sql.raw(takeProcedureSql(tables)).execute(db);
+  } catch (error) {
+    const errno = (error as { errno?: unknown }).errno as number;
+    // Created meanwhile by another replica's migrate() (ER_SP_ALREADY_EXISTS): done.
+    if (errno !== ALREADY_EXISTS && !ACCESS_DENIED.has(errno)) throw error;
+  }
 }
