@@ -135,7 +135,9 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('the take proc
       expect(await tick(guard, names, SLOT_1)).toEqual(['ran', 'ran', 'ran']);
       log.splice(0);
       expect(await tick(guard, names, SLOT_2)).toEqual(['ran', 'ran', 'ran']);
-      expect(calledNames(log).sort()).toEqual(names);
+      // The batch's take is a call; the lone first acquire's is the one-job UPDATE (without history it
+      // is one statement already).
+      expect(calledNames(log).sort()).toEqual(['b', 'c']);
       expect(await raw.query(`SELECT id FROM ${prefix}runs`)).toEqual([]);
     } finally {
       await raw.close();

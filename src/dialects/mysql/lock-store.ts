@@ -212,11 +212,12 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
       };
       const take = async (): Promise<boolean> => (await execute(takeSql, values)).numAffectedRows === 1n;
       // A guard that released the lock itself takes first: the row most likely exists and is free.
-      // Where the tables have the take procedure, the take and the run's start are one call, which
-      // also answers why a loser lost (no probe after it); a row deleted by hand goes on to the probe.
+      // With history, where the tables have the take procedure, the take and the run's start are
+      // one call, which also answers why a loser lost (no probe after it); a row deleted by hand
+      // goes on to the probe. Without history the take alone is one statement already.
       if (expectFree) {
         const one = { job, request: { token, lockedBy, slot, expectFree }, slot: slotText };
-        const called = await takeByCall([one]);
+        const called = history ? await takeByCall([one]) : undefined;
         if (called === undefined) {
           if (await take()) return start(job, token, slotText);
         } else {
