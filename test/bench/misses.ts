@@ -16,10 +16,11 @@ export interface MissInputs {
 
 const WHY: Record<string, string> = {
   win:
-    "The win starts and finishes the run's history row, which the floor's plain updates do not write: on MySQL, which has no RETURNING, " +
-    'starting the run is a statement of its own (take, start the run, release), and the runs table has two secondary indexes to update. ' +
-    'With `history: false` the win is the take and the release alone (figure 4). Would close it: a MySQL acquire that takes the lock and ' +
-    "starts the run in one round trip (multi-statement calls on the guard's own pool, or a stored procedure).",
+    "The win starts and finishes the run's history row, which the floor's plain updates do not write, and the runs table has two " +
+    "secondary indexes to update. On MySQL the take and the run's start are one call of the take procedure (migration 006: one " +
+    "transaction of the take, the run row and the row's state), counted as one statement against one single-row UPDATE of the floor, " +
+    'though it does the work of two statements and a read in its one round trip. With `history: false` the win is the take and the ' +
+    'release alone (figure 4), the like-for-like comparison. Would close it: nothing that keeps the history row.',
   loseSelect:
     "A loser is one indexed read of the lock row on the database's clock (the probe), against a `SELECT 1` that touches no table. The last " +
     'column of figure 3 sets it beside that same read sent straight through the driver: on the servers the guard is close to it, and the ' +
@@ -55,11 +56,12 @@ const WHY: Record<string, string> = {
     "`guard.schedule` sends the acquires of every task due at a slot at the first of them, during node-cron's timers phase; their " +
     'answers can only be read once that phase ends, which is when the last plain node-cron task of the process starts too. What is ' +
     "left after it is the batch's round trips that need the one before: on PostgreSQL one (the take, after the probe), which meets the " +
-    'target in most runs here and misses it by a few ms in others (the p99 of 500 starts, on 2 cores shared by 3 replicas and the ' +
-    'server); on MySQL three or four (BEGIN, the take, the run rows, COMMIT), the take and the run rows of 100 jobs about 5 ms each on ' +
-    "the server while the replicas' timers phases hold both cores (traced per statement while investigating; keeping the large " +
-    'statements prepared, or dropping the transaction, did not close it). Would close it on MySQL: the take and the run rows in one ' +
-    'round trip (a stored procedure), or a server with cores of its own.',
+    'target in most runs here and misses it by a few ms in others (the p99 of 1,000 starts, on 2 cores shared by 3 replicas and the ' +
+    'server). On MySQL one too since the take procedure (migration 006; before it three or four: BEGIN, the take, the run rows, ' +
+    'COMMIT, +10 to +45 ms here): one CALL takes the locks, writes the run rows and reads the states in one transaction, but its ' +
+    "server work for 100 jobs (a take per job inside it, then one INSERT) is more than PostgreSQL's one statement, done while the " +
+    "replicas' timers phases hold both cores: +5 to +20 ms in runs here. Would close it on MySQL: one set-based take inside the " +
+    'procedure instead of one per job, or a server with cores of its own.',
   memory:
     "The growth comes in the first 10,000 executions and then levels off (the table of figure 8): JIT-compiled code, SQLite's 2 MB page " +
     "cache filling as the history table outgrows it, the allocator's pools; no leak shows from there to 200,000 executions. Would close " +
