@@ -67,10 +67,13 @@ export function mysqlTakeCaller({
         unavailableUntil = performance.now() + UNAVAILABLE_RECHECK_MS;
         return undefined;
       }
-      // The call may have committed and lost only its answer (its connection dropped): then its
-      // rows hold this call's tokens, and those jobs are won, their run rows written. A plain read
-      // on another connection tells (the call is one transaction: all its takes, or none). When
-      // none is this call's, it took nothing: the error stands, and each job goes alone.
+      // An error the server answered (a lock wait timeout, a deadlock, a refused row): the
+      // procedure rolled back, nothing was taken. But a call whose connection dropped (mysql2
+      // marks that error `fatal`) may have committed and lost only its answer: then its rows hold
+      // this call's tokens, and those jobs are won, their run rows written. A plain read on
+      // another connection tells (the call is one transaction: all its takes, or none). When none
+      // is this call's, it took nothing: the error stands, and each job goes alone.
+      if ((error as { fatal?: unknown }).fatal !== true) throw error;
       const states = await statements.run(statesSql, [requests]).then(
         ({ rows: read }) => statesOf(wanted, read),
         () => undefined,
