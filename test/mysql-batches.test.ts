@@ -5,13 +5,14 @@
 // session is writing, and shutdown can cut it there.
 import type { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { createGuard, type Guard } from '../src/index.js';
+import { createGuard, type Guard, type GuardOptions } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, migratedGuard, recordingLogger } from './support/guards.js';
 import { loggedKysely } from './support/logged-kysely.js';
 import { expectFailingReleaseAlone } from './support/ending-together.js';
 import { openRaw } from './support/raw-database.js';
 import { untilStatementWaits } from './support/statement-waits.js';
+import { closeWhenTestEnds } from './support/case-cleanup.js';
 
 const mysql = dialectTargets().find((target) => target.name === 'mysql');
 const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
@@ -246,81 +247,71 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('batches on my
     }
   });
 
+  /**
+   * Rows a and b exist and are free (released by a first guard's runs); `other`, a second guard
+   * past its first run's schema check and replica registration, has not released them itself, so
+   * its acquires of them go through the batch's probe and take; `raw` holds row `locked` in an open
+   * transaction (a late release, an operator's control); `admin` watches the processlist.
+   */
+  const rowsWithOneWritten = async (withProcedure: boolean, locked: 'a' | 'b', options: Partial<GuardOptions> = {}) => {
+    const { guard, url, prefix } = await migratedGuard(target);
+    if (!withProcedure) await dropTakeProcedure(url, prefix);
+    for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
+    const other = guardOn(url, prefix, options).guard;
+    expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
+    const raw = await openRaw('mysql', url);
+    const admin = await openRaw('mysql', url);
+    closeWhenTestEnds(() => Promise.all([raw.close(), admin.close()]));
+    await raw.exec('START TRANSACTION');
+    await raw.query(`SELECT * FROM ${prefix}locks WHERE name = ? FOR UPDATE`, [locked]);
+    return { other, prefix, raw, admin };
+  };
+
   it.each(TAKE_PATHS)(
     'waits, as a one-job take does, for a free row another session is writing, and takes it once that session is done ($path)',
     async ({ withProcedure, takeWaiting }) => {
-      const { guard, url, prefix } = await migratedGuard(target);
-      if (!withProcedure) await dropTakeProcedure(url, prefix);
-      const raw = await openRaw('mysql', url);
-      const admin = await openRaw('mysql', url);
-      try {
-        // Both rows exist and are free (released by their runs).
-        for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
-        // A second guard (it has not released these locks itself, so both go through the batch's
-        // probe and take), past its first run's schema check and replica registration.
-        const other = guardOn(url, prefix).guard;
-        expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
-        // Another session writes row a (a late release, an operator's control) and has not committed.
-        await raw.exec('START TRANSACTION');
-        await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
-        // The first acquire of the turn goes alone (core/tick-batch.ts): a and b go together.
-        const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
-        // The batch's take (the procedure's UPDATE of row a, or the batch UPDATE that chooses each
-        // row's values by name) is on the server, and cannot finish while row a is locked: it waits.
-        // (MariaDB's innodb_trx shows such a wait late.)
-        await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%${takeWaiting}%`);
-        await raw.exec('COMMIT');
-        expect(await both).toEqual([
-          { executed: true, value: 'first' },
-          { executed: true, value: 'a' },
-          { executed: true, value: 'b' },
-        ]);
-      } finally {
-        await raw.close();
-        await admin.close();
-      }
+      const { other, prefix, raw, admin } = await rowsWithOneWritten(withProcedure, 'a');
+      // The first acquire of the turn goes alone (core/tick-batch.ts): a and b go together.
+      const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
+      // The batch's take (the procedure's UPDATE of row a, or the batch UPDATE that chooses each
+      // row's values by name) is on the server, and cannot finish while row a is locked: it waits.
+      // (MariaDB's innodb_trx shows such a wait late.)
+      await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%${takeWaiting}%`);
+      await raw.exec('COMMIT');
+      expect(await both).toEqual([
+        { executed: true, value: 'first' },
+        { executed: true, value: 'a' },
+        { executed: true, value: 'b' },
+      ]);
     },
   );
 
   it.each(TAKE_PATHS)(
     "lets shutdown cut a batch's take waiting on a row lock, and the batch then takes none of its rows ($path)",
     async ({ withProcedure, takeWaiting }) => {
-      const { guard, url, prefix } = await migratedGuard(target);
-      if (!withProcedure) await dropTakeProcedure(url, prefix);
-      const raw = await openRaw('mysql', url);
-      const admin = await openRaw('mysql', url);
-      try {
-        for (const name of ['a', 'b']) expect((await guard.run({ name, lockAtMostFor: '1m' }, () => name)).executed).toBe(true);
-        const other = guardOn(url, prefix, { acquireTimeout: '10s' }).guard;
-        expect((await other.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 0)).executed).toBe(true);
-        await raw.exec('START TRANSACTION');
-        // Row b, so that the take (which goes in name order) has taken row a when it waits.
-        await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'b' FOR UPDATE`);
-        let ran = 0;
-        // The first acquire of the turn goes alone (core/tick-batch.ts) and runs: a and b go together.
-        const all = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => void (ran += 1))));
-        await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%${takeWaiting}%`);
-        await other.shutdown({ timeout: '1s' });
-        const [first, ...both] = await all;
-        expect(first).toEqual({ executed: true, value: undefined });
-        expect(both).toEqual([
-          expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
-          expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
-        ]);
-        await raw.exec('COMMIT');
-        // The cut take rolled back with its transaction: row a, which it had taken, is free again.
-        expect(ran).toBe(1);
-        const rows = await raw.query<{ name: string; token: string | null }>(
-          `SELECT CONVERT(name USING utf8mb4) AS name, token FROM ${prefix}locks WHERE name IN ('a', 'b') ORDER BY name`,
-        );
-        expect(rows).toEqual([
-          { name: 'a', token: null },
-          { name: 'b', token: null },
-        ]);
-      } finally {
-        await raw.close();
-        await admin.close();
-      }
+      // Row b, so that the take (which goes in name order) has taken row a when it waits.
+      const { other, prefix, raw, admin } = await rowsWithOneWritten(withProcedure, 'b', { acquireTimeout: '10s' });
+      let ran = 0;
+      // The first acquire of the turn goes alone (core/tick-batch.ts) and runs: a and b go together.
+      const all = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => void (ran += 1))));
+      await untilStatementWaits(admin, 'mysql', `UPDATE \`${prefix}locks\`%${takeWaiting}%`);
+      await other.shutdown({ timeout: '1s' });
+      const [first, ...both] = await all;
+      expect(first).toEqual({ executed: true, value: undefined });
+      expect(both).toEqual([
+        expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
+        expect.objectContaining({ executed: false, reason: 'error', error: expect.objectContaining({ code: 'GUARD_CLOSED' }) }),
+      ]);
+      await raw.exec('COMMIT');
+      // The cut take rolled back with its transaction: row a, which it had taken, is free again.
+      expect(ran).toBe(1);
+      const rows = await raw.query<{ name: string; token: string | null }>(
+        `SELECT CONVERT(name USING utf8mb4) AS name, token FROM ${prefix}locks WHERE name IN ('a', 'b') ORDER BY name`,
+      );
+      expect(rows).toEqual([
+        { name: 'a', token: null },
+        { name: 'b', token: null },
+      ]);
     },
   );
 

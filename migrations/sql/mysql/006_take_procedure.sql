@@ -17,7 +17,8 @@ BEGIN
   DECLARE v_micros BIGINT;
   DECLARE wanted CURSOR FOR
     SELECT j.name, j.token, j.slot, j.micros
-      FROM JSON_TABLE(requests, '$[*]' COLUMNS (name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u')) AS j
+      FROM JSON_TABLE(requests, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t',
+      slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u', ms BIGINT PATH '$.m')) AS j
      ORDER BY j.name;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET done = TRUE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
@@ -36,11 +37,13 @@ BEGIN
   IF with_history THEN
     INSERT INTO `cronguard_runs` (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
     SELECT l.token, l.name, j.slot, 'running', l.locked_by, l.locked_at, j.ms, l.lock_until
-      FROM JSON_TABLE(requests, '$[*]' COLUMNS (name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', ms BIGINT PATH '$.m')) AS j
+      FROM JSON_TABLE(requests, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t',
+      slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u', ms BIGINT PATH '$.m')) AS j
       STRAIGHT_JOIN `cronguard_locks` l FORCE INDEX (PRIMARY) ON l.name = j.name AND l.token = j.token
     UNION ALL
     SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
-      FROM JSON_TABLE(requests, '$[*]' COLUMNS (name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t')) AS j
+      FROM JSON_TABLE(requests, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t',
+      slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u', ms BIGINT PATH '$.m')) AS j
       STRAIGHT_JOIN `cronguard_locks` l FORCE INDEX (PRIMARY) ON l.name = j.name AND l.token = j.token
       STRAIGHT_JOIN `cronguard_runs` r FORCE INDEX (PRIMARY) ON r.id = l.previous_token
      WHERE r.status = 'running'
@@ -49,7 +52,8 @@ BEGIN
   SELECT j.i, CASE WHEN l.name IS NULL THEN 'missing' WHEN l.token = j.token THEN 'mine'
               WHEN l.paused_at IS NOT NULL AND (l.paused_until IS NULL OR l.paused_until > UTC_TIMESTAMP(3)) THEN 'paused'
               WHEN l.last_slot >= j.slot THEN 'slot-done' WHEN l.lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
-    FROM JSON_TABLE(requests, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s')) AS j
+    FROM JSON_TABLE(requests, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t',
+      slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u', ms BIGINT PATH '$.m')) AS j
     LEFT JOIN `cronguard_locks` l ON l.name = j.name;
   COMMIT;
 END;

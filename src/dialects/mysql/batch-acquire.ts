@@ -201,6 +201,16 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
       slot: request.slot === null ? null : mysqlTime(request.slot),
     }));
     const outcomes = new Map<Wanted, AcquireOutcome>();
+    /** Each outcome from its row's state after a take: won (`mine`), lost and why, or no row. */
+    const settle = async (ones: readonly Wanted[], states: ReadonlyMap<Wanted, RowState>): Promise<void> => {
+      for (const one of ones) {
+        const state = states.get(one);
+        if (state === 'mine') outcomes.set(one, 'acquired');
+        // Deleted by hand since the probe: created as alone, as the one-job path does.
+        else if (state === 'missing') outcomes.set(one, await parts.acquireOne(one.job, { ...one.request, expectFree: false }));
+        else outcomes.set(one, lossOf(state));
+      }
+    };
     // Those whose guard released the lock itself last time skip the probe, as alone.
     const toTake = wanted.filter(({ request }) => request.expectFree);
     const toCreate: Wanted[] = [];
@@ -223,26 +233,11 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
       // Rows that all exist (every tick but a job's first): taken in one call of the take
       // procedure, where the tables have it; otherwise, or for new rows, the transaction below.
       const called = toCreate.length === 0 ? await parts.takeByCall(toTake) : undefined;
-      if (called !== undefined) {
-        for (const one of toTake) {
-          const state = called.get(one);
-          if (state === 'mine') outcomes.set(one, 'acquired');
-          // Deleted by hand since the probe: created as alone, as the one-job path does.
-          else if (state === 'missing') outcomes.set(one, await parts.acquireOne(one.job, { ...one.request, expectFree: false }));
-          else outcomes.set(one, lossOf(state));
-        }
-        return wanted.map((one) => outcomes.get(one) ?? 'locked');
-      }
-      const taken = await statements.transaction((run) => takeAll(run, toTake, toCreate));
-      for (const [one, outcome] of taken.outcomes) outcomes.set(one, outcome);
-      if (taken.lostAll.length > 0) {
-        const states = await readStates(statements.run, taken.lostAll, false);
-        for (const one of taken.lostAll) {
-          const state = states.get(one);
-          // Deleted by hand since the probe: created as alone, as the one-job path does.
-          if (state === 'missing') outcomes.set(one, await parts.acquireOne(one.job, { ...one.request, expectFree: false }));
-          else outcomes.set(one, lossOf(state));
-        }
+      if (called !== undefined) await settle(toTake, called);
+      else {
+        const taken = await statements.transaction((run) => takeAll(run, toTake, toCreate));
+        for (const [one, outcome] of taken.outcomes) outcomes.set(one, outcome);
+        if (taken.lostAll.length > 0) await settle(taken.lostAll, await readStates(statements.run, taken.lostAll, false));
       }
     }
     // Every job is answered above; one that somehow is not is a loss (fail closed).

@@ -47,6 +47,17 @@ function isDeadlock(error: unknown): boolean {
   return (error as { errno?: unknown }).errno === DEADLOCK;
 }
 
+/** `attempt`, made again while InnoDB rolls it back as a deadlock victim, up to DEADLOCK_ATTEMPTS times. */
+async function againIfDeadlocked<Result>(attempt: () => Promise<Result>): Promise<Result> {
+  for (let made = 1; ; made += 1) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isDeadlock(error) || made >= DEADLOCK_ATTEMPTS) throw error;
+    }
+  }
+}
+
 /**
  * Every lock statement goes through here. Replicas creating lock rows and starting runs for many new
  * jobs at once take InnoDB gap and next-key locks in the same index ranges, and InnoDB breaks the
@@ -69,45 +80,31 @@ export function lockStatements(db: Kysely<unknown>): LockStatements {
   };
   const run = async <Row>(sql: string, parameters: readonly unknown[]): Promise<QueryResult<Row>> => {
     const compiled = compile(sql, parameters);
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await db.executeQuery<Row>(compiled);
-      } catch (error) {
-        if (!isDeadlock(error) || attempt >= DEADLOCK_ATTEMPTS) throw error;
-      }
-    }
+    return againIfDeadlocked(() => db.executeQuery<Row>(compiled));
   };
   return {
     execute: <Row, Values extends object>(named: NamedStatement<Values>, values: Values) => run<Row>(named.sql, named.parameters(values)),
     run,
-    async transaction<Result>(work: (run: TransactionStatement) => Promise<Result>): Promise<Result> {
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          // Kysely rolls back when `work` rejects, and commits when it resolves.
-          return await db
-            .transaction()
-            .execute((trx) => work(<Row>(sql: string, parameters: readonly unknown[]) => trx.executeQuery<Row>(compile(sql, parameters))));
-        } catch (error) {
-          if (!isDeadlock(error) || attempt >= DEADLOCK_ATTEMPTS) throw error;
-        }
-      }
+    transaction<Result>(work: (run: TransactionStatement) => Promise<Result>): Promise<Result> {
+      // Kysely rolls back when `work` rejects, and commits when it resolves.
+      return againIfDeadlocked(() =>
+        db
+          .transaction()
+          .execute((trx) => work(<Row>(sql: string, parameters: readonly unknown[]) => trx.executeQuery<Row>(compile(sql, parameters)))),
+      );
     },
     async call<Row>(sql: string, parameters: readonly unknown[]): Promise<QueryResult<Row>> {
       const compiled = compile(sql, parameters);
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          return await db.connection().execute(async (connection) => {
-            try {
-              return await connection.executeQuery<Row>(compiled);
-            } catch (error) {
-              await connection.executeQuery(ROLLBACK).catch(() => undefined);
-              throw error;
-            }
-          });
-        } catch (error) {
-          if (!isDeadlock(error) || attempt >= DEADLOCK_ATTEMPTS) throw error;
-        }
-      }
+      return againIfDeadlocked(() =>
+        db.connection().execute(async (connection) => {
+          try {
+            return await connection.executeQuery<Row>(compiled);
+          } catch (error) {
+            await connection.executeQuery(ROLLBACK).catch(() => undefined);
+            throw error;
+          }
+        }),
+      );
     },
     acquireText(sql: string): string {
       acquires?.register(sql);

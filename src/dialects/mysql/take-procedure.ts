@@ -14,6 +14,17 @@ export function takeProcedureName(tables: TableNames): string {
 }
 
 /**
+ * The requests as rows `j`, from the JSON array `source` (an SQL expression: the procedure's
+ * parameter, or `?`) that take-call.ts writes: `i` its position from 1, `n` the name and `t` the
+ * token (as bytes, compared byte for byte), `s` the slot (absent: none), `u` and `m` lockAtMostFor
+ * in microseconds and milliseconds.
+ */
+function requestRows(source: string): string {
+  return `JSON_TABLE(${source}, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t',
+      slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u', ms BIGINT PATH '$.m')) AS j`;
+}
+
+/**
  * The take of many jobs in one call (migration 006; lock-store.ts calls it through
  * batch-acquire.ts). MySQL has no RETURNING and no multi-statement calls with bound values, so
  * without it a batch's take is four round trips (BEGIN, the take, the run rows, COMMIT), each
@@ -40,7 +51,6 @@ export function takeProcedureName(tables: TableNames): string {
 export function takeProcedureSql(tables: TableNames): string {
   const locks = `\`${tables.locks}\``;
   const runs = `\`${tables.runs}\``;
-  const requests = (columns: string): string => `JSON_TABLE(requests, '$[*]' COLUMNS (${columns})) AS j`;
   return `CREATE PROCEDURE \`${takeProcedureName(tables)}\`(
   IN requests LONGTEXT CHARACTER SET utf8mb4, IN locked_by_value VARCHAR(255) CHARACTER SET utf8mb4, IN with_history BOOLEAN)
   MODIFIES SQL DATA SQL SECURITY INVOKER
@@ -52,7 +62,7 @@ BEGIN
   DECLARE v_micros BIGINT;
   DECLARE wanted CURSOR FOR
     SELECT j.name, j.token, j.slot, j.micros
-      FROM ${requests(`name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u'`)}
+      FROM ${requestRows('requests')}
      ORDER BY j.name;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET done = TRUE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
@@ -71,11 +81,11 @@ BEGIN
   IF with_history THEN
     INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
     SELECT l.token, l.name, j.slot, 'running', l.locked_by, l.locked_at, j.ms, l.lock_until
-      FROM ${requests(`name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s', ms BIGINT PATH '$.m'`)}
+      FROM ${requestRows('requests')}
       STRAIGHT_JOIN ${locks} l FORCE INDEX (PRIMARY) ON l.name = j.name AND l.token = j.token
     UNION ALL
     SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
-      FROM ${requests(`name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t'`)}
+      FROM ${requestRows('requests')}
       STRAIGHT_JOIN ${locks} l FORCE INDEX (PRIMARY) ON l.name = j.name AND l.token = j.token
       STRAIGHT_JOIN ${runs} r FORCE INDEX (PRIMARY) ON r.id = l.previous_token
      WHERE r.status = 'running'
@@ -96,7 +106,7 @@ export function takeStatesSql(tables: TableNames, requests: string): string {
   return `SELECT j.i, CASE WHEN l.name IS NULL THEN 'missing' WHEN l.token = j.token THEN 'mine'
               WHEN l.paused_at IS NOT NULL AND (l.paused_until IS NULL OR l.paused_until > UTC_TIMESTAMP(3)) THEN 'paused'
               WHEN l.last_slot >= j.slot THEN 'slot-done' WHEN l.lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
-    FROM JSON_TABLE(${requests}, '$[*]' COLUMNS (i FOR ORDINALITY, name VARBINARY(1020) PATH '$.n', token VARBINARY(36) PATH '$.t', slot DATETIME(3) PATH '$.s')) AS j
+    FROM ${requestRows(requests)}
     LEFT JOIN \`${tables.locks}\` l ON l.name = j.name`;
 }
 
