@@ -2,7 +2,8 @@
 // exist takes its locks and starts its runs in one CALL, whose text is the same for any number of
 // jobs; the names travel in one JSON value and stay byte-exact; on tables without the procedure
 // the batch takes its locks with its statements, as before, and stops trying the CALL.
-import type { CompiledQuery } from 'kysely';
+import { Kysely, MysqlDialect, type CompiledQuery } from 'kysely';
+import { createPool } from 'mysql2';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
@@ -142,6 +143,44 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('the take proc
     } finally {
       await raw.close();
       await end();
+    }
+  });
+
+  it('reads the rows back when a CALL answers in a shape it does not read, and runs each job it took', async () => {
+    // A Kysely passed in whose dialect answers a CALL with no rows (here a plugin drops them: a
+    // CALL is the only statement mysql2 answers with an array of result sets). The CALL still
+    // took the locks and wrote the run rows: counted lost, every job would go unrun on every replica.
+    const prefix = uniquePrefix();
+    const kysely = new Kysely<unknown>({
+      dialect: new MysqlDialect({ pool: createPool({ uri: databaseUrl(target), connectionLimit: 2 }) }),
+      plugins: [
+        {
+          transformQuery: ({ node }) => node,
+          transformResult: ({ result }) => Promise.resolve(Array.isArray(result.rows[0]) ? { ...result, rows: [] } : result),
+        },
+      ],
+    });
+    const guard = createGuard({ database: kysely, tablePrefix: prefix, logger: recordingLogger() });
+    const raw = await openRaw('mysql', databaseUrl(target));
+    try {
+      await guard.migrate();
+      const names = ['a', 'b', 'c', 'd'];
+      expect(await tick(guard, names, SLOT_1)).toEqual(names.map(() => 'ran'));
+      expect(await tick(guard, names, SLOT_2)).toEqual(names.map(() => 'ran'));
+      // Each job ran each slot once, its run row finished (the release found it).
+      const runs = await raw.query<{ job_name: unknown; status: string }>(
+        `SELECT job_name, status FROM ${prefix}runs ORDER BY job_name, started_at`,
+      );
+      expect(runs.map(({ job_name, status }) => [String(job_name), status])).toEqual(
+        names.flatMap((name) => [
+          [name, 'succeeded'],
+          [name, 'succeeded'],
+        ]),
+      );
+    } finally {
+      await raw.close();
+      await guard.close();
+      await kysely.destroy();
     }
   });
 

@@ -114,15 +114,18 @@ export function mysqlBatchAcquirer(parts: MysqlBatchAcquireParts): (acquires: re
   // does (lock-store.ts): the first SELECT copies each winner's times from its lock row (the
   // database's clock), the second finds the run each took over from, still `running`, through the
   // lock row's previous_token, and the duplicate key turns its insert into that update. The
-  // winners' rows are found by name and token (IN lists: a token is on one row only).
+  // winners' rows are found by name and token (IN lists: a token is on one row only), read by
+  // primary key (STRAIGHT_JOIN, FORCE INDEX), as in the take procedure: an INSERT … SELECT locks
+  // the rows it reads, and on a small table the optimizer would rather scan them all, locking
+  // rows another batch holds, so that two batches of disjoint jobs deadlocked (and were retried).
   const startSql = perRows((count) =>
     statements.acquireText(`INSERT INTO ${runs} (id, job_name, slot, status, locked_by, started_at, lock_at_most_for_ms, lock_until)
 SELECT l.token, l.name, w.slot, 'running', l.locked_by, l.locked_at, w.at_most_ms, l.lock_until
   FROM (${boundRows([nameColumn, tokenColumn, slotColumn, atMostColumn], count)}) w
-  JOIN ${locks} l ON l.name = w.name AND l.token = w.token
+  STRAIGHT_JOIN ${locks} l FORCE INDEX (PRIMARY) ON l.name = w.name AND l.token = w.token
 UNION ALL
 SELECT r.id, r.job_name, r.slot, r.status, r.locked_by, r.started_at, r.lock_at_most_for_ms, r.lock_until
-  FROM ${locks} l JOIN ${runs} r ON r.id = l.previous_token
+  FROM ${locks} l FORCE INDEX (PRIMARY) STRAIGHT_JOIN ${runs} r FORCE INDEX (PRIMARY) ON r.id = l.previous_token
  WHERE l.name IN (${marks(count)}) AND l.token IN (${marks(count)}) AND r.status = 'running'
 ON DUPLICATE KEY UPDATE status = 'abandoned'`),
   );

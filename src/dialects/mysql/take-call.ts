@@ -81,8 +81,13 @@ export function mysqlTakeCaller({
       if (states === undefined || ![...states.values()].includes('mine')) throw error;
       return states;
     }
-    // A CALL answers the rows of its SELECT, then its own status.
+    // A CALL answers the rows of its SELECT, then its own status. An answer of another shape (a
+    // driver or server that answers a CALL otherwise) would leave jobs this call took without a
+    // state, counted lost while their rows hold this call's tokens (locked until lockAtMostFor,
+    // the slot done on every replica): the rows are read back instead, as after a lost answer.
     const [answered] = rows;
-    return statesOf(wanted, Array.isArray(answered) ? answered : []);
+    const states = statesOf(wanted, Array.isArray(answered) ? answered : []);
+    if (states.size === wanted.length) return states;
+    return statesOf(wanted, (await statements.run(statesSql, [requests])).rows);
   };
 }
