@@ -23,9 +23,10 @@ export interface TakeCallParts {
  * undefined when the call cannot be made, so that the batch takes its locks with its four
  * statements instead: tables not migrated to 006 or no EXECUTE grant (then not tried again for a
  * minute), or acquires made under different `lockedBy` names (one guard's never are).
- * After any other failure, the rows are read back: a call that committed and lost only its answer
- * keeps its wins; otherwise it took nothing (the procedure rolled back), the error stands, and the
- * guard sends each acquire alone.
+ * After a lost connection, and after an answer that does not give every acquire's state, the rows
+ * are read back: a call that committed and lost only its answer keeps its wins. After an error the
+ * server answered, it took nothing (the procedure rolled back): the error stands, and the guard
+ * sends each acquire alone.
  */
 export function mysqlTakeCaller({
   tables,
