@@ -60,6 +60,8 @@ export function mysqlTakeCaller({
         m: Math.round(one.job.lockAtMostForMs),
       })),
     );
+    // Each row's state read back after the call (a plain read, on any connection of the pool).
+    const readBack = async (): Promise<Map<Wanted, RowState>> => statesOf(wanted, (await statements.run(statesSql, [requests])).rows);
     let rows: unknown[];
     try {
       ({ rows } = await statements.call(callSql, [requests, lockedBy, history ? 1 : 0]));
@@ -75,10 +77,7 @@ export function mysqlTakeCaller({
       // another connection tells (the call is one transaction: all its takes, or none). When none
       // is this call's, it took nothing: the error stands, and each job goes alone.
       if ((error as { fatal?: unknown }).fatal !== true) throw error;
-      const states = await statements.run(statesSql, [requests]).then(
-        ({ rows: read }) => statesOf(wanted, read),
-        () => undefined,
-      );
+      const states = await readBack().catch(() => undefined);
       if (states === undefined || ![...states.values()].includes('mine')) throw error;
       return states;
     }
@@ -89,6 +88,6 @@ export function mysqlTakeCaller({
     const [answered] = rows;
     const states = statesOf(wanted, Array.isArray(answered) ? answered : []);
     if (states.size === wanted.length) return states;
-    return statesOf(wanted, (await statements.run(statesSql, [requests])).rows);
+    return readBack();
   };
 }
