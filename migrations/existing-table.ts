@@ -5,7 +5,8 @@ import type { MigrationContext } from './context.js';
  * One of the guard's tables with its columns, as a migration sees it through `db` (its
  * transaction), or undefined when it does not exist (yet). Through the dialect's `findTables`
  * where it has one (PostgreSQL: Kysely's introspector there reads every schema, and another app's
- * DDL at the same instant failed it), else Kysely's introspector, which there reads one database.
+ * DDL at the same instant failed it; MySQL: it there reads every table of the database), else
+ * Kysely's introspector, which there reads one file (SQLite).
  */
 export async function existingTable(
   db: Kysely<unknown>,

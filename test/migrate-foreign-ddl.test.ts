@@ -4,10 +4,9 @@
 //
 // PostgreSQL: Kysely's introspector, which its migrator and the migrations asked whether a table
 // exists, read every schema and resolved each table and schema by name; a table the other app
-// dropped or renamed during that read failed it ("relation … does not exist"). MySQL: Kysely's
-// introspector reads the current database only, so the other app here shares that database, the
-// case where it could meet the other app's tables (MariaDB skips a table dropped under
-// information_schema; this keeps it so).
+// dropped or renamed during that read failed it ("relation … does not exist"). MySQL: the guard's
+// reads of information_schema name its own tables (mysql-migrate-reads.test.ts); the other app here
+// shares the current database, the case where a read could meet the other app's tables.
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';

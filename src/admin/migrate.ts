@@ -37,7 +37,9 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
     new Migrator({
       // The migrator asks `db.introspection` whether its two tables exist; on PostgreSQL Kysely's
       // answer reads every schema, and another app's DDL at that instant (graphile-worker creating
-      // its schema) failed it. It is asked about these two tables only, by a targeted read.
+      // its schema) failed it; on MySQL it reads every table of the database, seconds beside a few
+      // hundred, while the other replicas wait on the migrator's lock. It is asked about these two
+      // tables only, by a targeted read.
       db: withOwnTablesIntrospection(db, dialect, schema, [table, lockTable]),
       provider: { getMigrations: () => Promise.resolve(migrations) },
       migrationTableName: table,

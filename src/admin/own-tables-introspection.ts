@@ -35,8 +35,9 @@ class OwnTablesIntrospector implements DatabaseIntrospector {
 /**
  * `db` as Kysely's `Migrator` is given it: the same instance, whose `introspection` answers about
  * this guard's own tables (`names` in `schema`) by the dialect's `findTables`, where it has one
- * (PostgreSQL; elsewhere `db` itself). Kysely's PostgreSQL introspector reads every schema and
- * fails when another app's DDL runs at the same instant (postgres/schema.ts says how).
+ * (PostgreSQL, MySQL; elsewhere `db` itself). Kysely's PostgreSQL introspector reads every schema
+ * and fails when another app's DDL runs at the same instant (postgres/schema.ts says how); its
+ * MySQL one reads every table of the database, seconds beside a few hundred (mysql/schema.ts).
  *
  * A Proxy, not a subclass or a dialect wrapper: the instance may be the app's own (a `Kysely` it
  * passed as `database`), built with a dialect and a driver the guard cannot reach, and Kysely

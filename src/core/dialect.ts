@@ -86,9 +86,10 @@ export interface Dialect<Native = unknown> {
    * The tables among `names` in `schema` (the current schema when undefined), with their columns,
    * read by one statement filtered by schema and names, for the migrations and Kysely's migrator
    * (admin/own-tables-introspection.ts). Where absent, Kysely's introspector, which on that dialect
-   * reads one database's tables only (MySQL's `database()`, SQLite's file). PostgreSQL has it: its
-   * Kysely introspector reads every schema and resolves other apps' tables by name, so another
-   * app's DDL at the same instant failed `migrate()`.
+   * reads one file's tables (SQLite). PostgreSQL has it: its Kysely introspector reads every schema
+   * and resolves other apps' tables by name, so another app's DDL at the same instant failed
+   * `migrate()`. MySQL has it: its Kysely introspector reads every column of the database, which
+   * MariaDB answers by opening every table's definition (seconds beside a few hundred tables).
    */
   findTables?(db: Kysely<unknown>, schema: string | undefined, names: readonly string[]): Promise<TableMetadata[]>;
   /**

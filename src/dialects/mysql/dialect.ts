@@ -6,7 +6,7 @@ import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
 import { isMysqlLockWaitTimeout, isMysqlMissingTable } from './driver-errors.js';
 import { createMysqlTakeProcedure } from './take-procedure.js';
-import { mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
+import { mysqlFindTables, mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
 export const mysqlDialect: Dialect<mysql2.Pool> = {
   name: 'mysql',
@@ -14,6 +14,7 @@ export const mysqlDialect: Dialect<mysql2.Pool> = {
   columnTypes: mysqlColumnTypes,
   supportsSchemas: false,
   indexExists: mysqlIndexExists,
+  findTables: mysqlFindTables,
   createTableSuffix: mysqlCreateTableSuffix,
   createRoutines: createMysqlTakeProcedure,
   reads: mysqlReads,
