@@ -21,7 +21,8 @@ describe.skipIf(mysqlTarget?.serverUrl === null || mysqlTarget === undefined)('M
     const url = databaseUrl(mysqlTarget);
     const reads: { sql: string; parameters: readonly unknown[] }[] = [];
     const log = (event: LogEvent): void => {
-      if (/information_schema\.(columns|tables)/i.test(event.query.sql)) reads.push({ sql: event.query.sql, parameters: event.query.parameters });
+      if (/information_schema\.(columns|tables)/i.test(event.query.sql))
+        reads.push({ sql: event.query.sql, parameters: event.query.parameters });
     };
     const pool = createPool({ uri: url, connectionLimit: 2 });
     const db = new Kysely<unknown>({ dialect: new MysqlDialect({ pool }), log });

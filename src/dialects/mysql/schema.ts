@@ -45,7 +45,11 @@ interface ColumnRow {
  * tables, Kysely's migrator reads it several times per `migrate()`, and replicas migrating at
  * once wait for each other's (8 processes took over a minute in CI's shared test database).
  */
-export async function mysqlFindTables(db: Kysely<unknown>, _schema: string | undefined, names: readonly string[]): Promise<TableMetadata[]> {
+export async function mysqlFindTables(
+  db: Kysely<unknown>,
+  _schema: string | undefined,
+  names: readonly string[],
+): Promise<TableMetadata[]> {
   if (names.length === 0) return [];
   // One SELECT per name, joined by UNION ALL, each filtered by `TABLE_SCHEMA = DATABASE()` and
   // `TABLE_NAME = ?`: with both equalities MariaDB opens that one table's definition ("Scanned 0
