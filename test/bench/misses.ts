@@ -54,14 +54,16 @@ const WHY: Record<string, string> = {
     'losing the slots of a batch whose connection dies between the take and the run rows; not taken.',
   scale:
     "`guard.schedule` sends the acquires of every task due at a slot at the first of them, during node-cron's timers phase; their " +
-    'answers can only be read once that phase ends, which is when the last plain node-cron task of the process starts too. What is ' +
-    "left after it is the batch's round trips that need the one before: on PostgreSQL one (the take, after the probe), which meets the " +
-    'target in most runs here and misses it by a few ms in others (the p99 of 1,000 starts, on 2 cores shared by 3 replicas and the ' +
-    'server). On MySQL one too since the take procedure (migration 006; before it three or four: BEGIN, the take, the run rows, ' +
-    'COMMIT, +10 to +45 ms here): one CALL takes the locks, writes the run rows and reads the states in one transaction, but its ' +
-    "server work for 100 jobs (a take per job inside it, then one INSERT) is more than PostgreSQL's one statement, done while the " +
-    "replicas' timers phases hold both cores: +5 to +20 ms in runs here. Would close it on MySQL: one set-based take inside the " +
-    'procedure instead of one per job, or a server with cores of its own.',
+    'answers can only be read once that phase ends, which is when the last plain node-cron task of the process starts too (the ' +
+    "column after the replica's own node-cron timers: what the guard adds after it). So the guarded p99 is the latest end of a " +
+    "winner's timers phase in the run, plus what is left of the take then, while node-cron's p99 is the 99th percentile of plain starts " +
+    "spread over those phases: the two compare a tick's last start with an earlier one. On PostgreSQL the take's answer is there when " +
+    'the phase ends (about 1 ms after it at p50), and the target is met in some runs and missed by a few ms in others (the p99 of ' +
+    '1,000 starts, on 2 cores shared by 3 replicas and the server). On MySQL one CALL takes the locks, writes the run rows and reads the ' +
+    "states in one transaction; traced per tick, its answer comes 30 to 70 ms after it was sent, while the replicas' timers phases hold " +
+    'both cores, and outlasts the phase in about a third of the ticks. Measured and not the cause: the take inside the procedure done ' +
+    'set-based instead of one job at a time (no faster), time-ordered run ids for the run rows (no faster at this size). Would close ' +
+    "it: a server with cores of its own, or a target on the column after the replica's own timers.",
   memory:
     "The growth comes in the first 10,000 executions and then levels off (the table of figure 8): JIT-compiled code, SQLite's 2 MB page " +
     "cache filling as the history table outgrows it, the allocator's pools; no leak shows from there to 200,000 executions. Would close " +
