@@ -3,7 +3,7 @@ import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
 import { Administration, type JobLedger, type SchemaVersions, type SlotsQuery, type VersionReport } from '../admin/administration.js';
-import { ConnectionWarmUp, SELECT_ONE } from '../integrations/node-cron/connection-warm-up.js';
+import { ConnectionWarmUp, openConnections } from '../integrations/node-cron/connection-warm-up.js';
 import type { DashboardHandler, DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/schedule.js';
@@ -15,6 +15,8 @@ import type { GuardEventMap, GuardEventName, GuardEvents } from '../core/events.
 import type { JobFunction } from '../core/execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
 import { createGuardRunner } from './guard-runner.js';
+import type { SchemaGate } from './schema-gated-lock-store.js';
+import { OPERATOR_CONTROLS_SCHEMA_VERSION } from '../admin/schema-version.js';
 import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
 import { validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
@@ -46,10 +48,9 @@ export class Guard extends OperatedGuard implements RunnerHost {
   readonly #operator: GuardControls;
   readonly #tasks = new Set<ScheduledTask>();
   readonly #fires = new SlotFires((names) => this.#jobs.expectTogether(names));
-  /** Before a scheduled fire after a quiet spell, opens the connections its runs will need. */
-  readonly #warmUp = new ConnectionWarmUp(this.#tasks, async (connections) => {
-    await Promise.all(Array.from({ length: connections }, () => this.#db.executeQuery(SELECT_ONE)));
-  });
+  readonly #schemaGate: SchemaGate;
+  /** Before a quiet spell's fire, opens the connections its runs need: one reads the schema version if still unknown. */
+  readonly #warmUp = new ConnectionWarmUp(this.#tasks, (connections) => openConnections(this.#db, connections, this.#schemaGate.prepare()));
   #shutdown: Promise<void> | undefined;
 
   constructor(options: GuardOptions) {
@@ -62,7 +63,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
     });
     // Built before `this` exists, for the methods OperatedGuard holds. A run that executed
     // (whatever started it) may start the hourly retention prune.
-    const { runner, events } = createGuardRunner(resolved, opened, () => admin.pruneByRetention());
+    const { runner, events, schemaGate } = createGuardRunner(resolved, opened, () => admin.pruneByRetention());
     const isClosed = (): boolean => runner.closed;
     // The resolved options carry the dialect, tables, logger and retention it needs.
     const admin = new Administration({
@@ -95,6 +96,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
     this.dialect = dialect.name;
     this.#db = opened.db;
     this.#runner = runner;
+    this.#schemaGate = schemaGate;
     this.#jobs = {
       resolveJob: (jobOptions) => runner.resolveJob(jobOptions),
       // A decorated job with `cron` declares its schedule (the slot ledger).
@@ -230,7 +232,10 @@ export class Guard extends OperatedGuard implements RunnerHost {
 
   /** Brings the tables to this version's schema (forward only); resolves with the schema versions after. Safe on every replica at start-up. */
   async migrate(): Promise<SchemaVersions> {
-    return this.#admin.migrate();
+    const versions = await this.#admin.migrate();
+    // At this version's schema: the first acquire need not read it first.
+    if (versions.database >= OPERATOR_CONTROLS_SCHEMA_VERSION) this.#schemaGate.controlsPresent();
+    return versions;
   }
 
   /** The tables' schema version, this code's, and which cronguard version each replica and lock holder runs (`cronguard versions`). */

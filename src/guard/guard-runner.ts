@@ -5,18 +5,19 @@ import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.j
 import { GuardEvents } from '../core/events.js';
 import { Runner } from '../core/runner.js';
 import type { ResolvedGuardOptions } from './guard-options.js';
-import { schemaGatedLockStore } from './schema-gated-lock-store.js';
+import { schemaGatedLockStore, type SchemaGate } from './schema-gated-lock-store.js';
 
 /**
  * A guard's runner: its lock store on the opened database, its events (reported to OpenTelemetry
  * when `telemetry` is on), and what runs after a run that executed (`afterExecuted`: the retention
- * prune). The runner owns the run state.
+ * prune). The runner owns the run state. `schemaGate`: what the guard tells its lock store about the
+ * tables' schema (schema-gated-lock-store.ts).
  */
 export function createGuardRunner(
   resolved: ResolvedGuardOptions,
   opened: OpenedDatabase,
   afterExecuted: () => void,
-): { runner: Runner; events: GuardEvents } {
+): { runner: Runner; events: GuardEvents; schemaGate: SchemaGate } {
   const { dialect, tables } = resolved;
   const events = new GuardEvents(resolved.logger);
   // Records this replica's cronguard version beside its lockedBy, rarely, after the locks it takes
@@ -36,7 +37,7 @@ export function createGuardRunner(
   };
   // The pause is read only once the tables have its columns (migration 004): on tables nobody
   // migrated yet, the jobs still run, with the statements of before.
-  const store = schemaGatedLockStore(
+  const { store, gate } = schemaGatedLockStore(
     dialect.createLockStore(opened.db, tables, settings),
     dialect.createLockStore(opened.db, tables, { ...settings, operatorControls: false }),
     async () => (await readSchemaVersions(opened.db, dialect, tables)).database >= OPERATOR_CONTROLS_SCHEMA_VERSION,
@@ -53,5 +54,5 @@ export function createGuardRunner(
     runContext: resolved.telemetry ? reportToOpenTelemetry(events) : undefined,
     afterExecuted,
   });
-  return { runner, events };
+  return { runner, events, schemaGate: gate };
 }

@@ -4,6 +4,18 @@ import type { ResolvedJob } from '../core/job-options.js';
 /** While the tables are older than the operator controls, how often an acquire has the schema version read again. */
 export const SCHEMA_RECHECK_MS = 60_000;
 
+/** The gate's side the guard drives: what its own `migrate()` learnt, and a read ahead of the first fire. */
+export interface SchemaGate {
+  /** The tables have the controls: this guard's own `migrate()` brought them there. No read needed. */
+  controlsPresent(): void;
+  /**
+   * Reads the schema version now, unless it is known or being read: the connection warm-up calls it
+   * a second before a quiet fire, so that the fire's first acquire does not wait for that read.
+   * Resolves once read (never rejects); undefined when no read was sent.
+   */
+  prepare(): Promise<void> | undefined;
+}
+
 /**
  * A lock store that reads the operator's pause only once the tables have its columns (migration
  * 004): a replica of this version started on tables nobody migrated yet still runs its jobs, as
@@ -13,8 +25,15 @@ export const SCHEMA_RECHECK_MS = 60_000;
  * once `cronguard migrate` has run. A read that fails leaves the choice open: that acquire uses
  * `withControls` (whose own failure then says what is wrong), and the next one reads again.
  * Everything but the acquire is the same SQL in both stores and goes to `withControls`.
+ * A guard whose own `migrate()` ran, or whose warm-up read the version before its first fire
+ * (`SchemaGate`), sends its first acquire without waiting for that read: at a quiet schedule's
+ * first fire it was a round trip before the probe.
  */
-export function schemaGatedLockStore(withControls: LockStore, without: LockStore, hasControls: () => Promise<boolean>): LockStore {
+export function schemaGatedLockStore(
+  withControls: LockStore,
+  without: LockStore,
+  hasControls: () => Promise<boolean>,
+): { store: LockStore; gate: SchemaGate } {
   let known: boolean | undefined;
   let checkedAt = Number.NEGATIVE_INFINITY;
   let checking: Promise<boolean | undefined> | undefined;
@@ -66,5 +85,9 @@ export function schemaGatedLockStore(withControls: LockStore, without: LockStore
       await Promise.all([cancelAcquires.call(withControls), without.cancelAcquires?.call(without)]);
     };
   }
-  return gated;
+  const gate: SchemaGate = {
+    controlsPresent: () => void (known = true),
+    prepare: () => (known === undefined ? check().then(() => undefined) : undefined),
+  };
+  return { store: gated, gate };
 }

@@ -3,11 +3,15 @@ import type { ScheduledTask } from 'node-cron';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
 
 /** What a connection warm-up sends on each connection. */
-export const SELECT_ONE = CompiledQuery.raw('SELECT 1');
+const SELECT_ONE = CompiledQuery.raw('SELECT 1');
 
-/** Opens `connections` connections of the pool behind `db`: that many statements at once. */
-export async function openConnections(db: Kysely<unknown>, connections: number): Promise<void> {
-  await Promise.all(Array.from({ length: connections }, () => db.executeQuery(SELECT_ONE)));
+/**
+ * Opens `connections` connections of the pool behind `db`: that many statements at once, one of
+ * them `read` when given (a read the fire would otherwise wait for, already sent on the pool).
+ */
+export async function openConnections(db: Kysely<unknown>, connections: number, read?: Promise<void>): Promise<void> {
+  const selects = Array.from({ length: read === undefined ? connections : connections - 1 }, () => db.executeQuery(SELECT_ONE));
+  await Promise.all([read, ...selects]);
 }
 
 /** How long before a fire the connections are opened. */
