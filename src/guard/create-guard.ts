@@ -16,7 +16,6 @@ import type { JobFunction } from '../core/execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
 import { createGuardRunner } from './guard-runner.js';
 import type { SchemaGate } from './schema-gated-lock-store.js';
-import { OPERATOR_CONTROLS_SCHEMA_VERSION } from '../admin/schema-version.js';
 import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
 import { validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
@@ -232,10 +231,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
 
   /** Brings the tables to this version's schema (forward only); resolves with the schema versions after. Safe on every replica at start-up. */
   async migrate(): Promise<SchemaVersions> {
-    const versions = await this.#admin.migrate();
-    // At this version's schema: the first acquire need not read it first.
-    if (versions.database >= OPERATOR_CONTROLS_SCHEMA_VERSION) this.#schemaGate.controlsPresent();
-    return versions;
+    return this.#schemaGate.migrated(await this.#admin.migrate());
   }
 
   /** The tables' schema version, this code's, and which cronguard version each replica and lock holder runs (`cronguard versions`). */

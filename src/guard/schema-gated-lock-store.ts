@@ -1,17 +1,21 @@
 import type { AcquireOutcome, AcquireRequest, BatchedAcquire, LockStore } from '../core/dialect.js';
 import type { ResolvedJob } from '../core/job-options.js';
+import { OPERATOR_CONTROLS_SCHEMA_VERSION, type SchemaVersions } from '../admin/schema-version.js';
 
 /** While the tables are older than the operator controls, how often an acquire has the schema version read again. */
 export const SCHEMA_RECHECK_MS = 60_000;
 
 /** The gate's side the guard drives: what its own `migrate()` learnt, and a read ahead of the first fire. */
 export interface SchemaGate {
-  /** The tables have the controls: this guard's own `migrate()` brought them there. No read needed. */
-  controlsPresent(): void;
+  /**
+   * This guard's own `migrate()` answered `versions`: at the controls' version or later, no read is
+   * needed before the first acquire. Returns `versions`.
+   */
+  migrated(versions: SchemaVersions): SchemaVersions;
   /**
    * Reads the schema version now, unless it is known or being read: the connection warm-up calls it
    * a second before a quiet fire, so that the fire's first acquire does not wait for that read.
-   * Resolves once read (never rejects); undefined when no read was sent.
+   * Resolves once read (never rejects); undefined when the version is known.
    */
   prepare(): Promise<void> | undefined;
 }
@@ -86,7 +90,10 @@ export function schemaGatedLockStore(
     };
   }
   const gate: SchemaGate = {
-    controlsPresent: () => void (known = true),
+    migrated: (versions) => {
+      if (versions.database >= OPERATOR_CONTROLS_SCHEMA_VERSION) known = true;
+      return versions;
+    },
     prepare: () => (known === undefined ? check().then(() => undefined) : undefined),
   };
   return { store: gated, gate };
