@@ -1,5 +1,6 @@
-import { sql, type ColumnMetadata, type Kysely, type TableMetadata } from 'kysely';
+import { sql, type Kysely, type TableMetadata } from 'kysely';
 import type { ColumnTypes } from '../../core/dialect.js';
+import { tablesOfColumns } from '../common/table-metadata.js';
 
 /**
  * Names are bytes (VARBINARY, 255 four-byte characters) because MySQL's `_bin` collations ignore
@@ -64,21 +65,17 @@ export async function mysqlFindTables(
       FROM information_schema.columns c WHERE c.TABLE_SCHEMA = DATABASE() AND c.TABLE_NAME = ${name}`,
   );
   const { rows } = await sql<ColumnRow>`${sql.join(perName, sql` UNION ALL `)} ORDER BY table_name, position`.execute(db);
-  const tables = new Map<string, TableMetadata & { columns: ColumnMetadata[] }>();
-  for (const row of rows) {
-    let table = tables.get(row.table_name);
-    if (table === undefined) {
-      table = { name: row.table_name, schema: row.table_schema, isView: row.table_type === 'VIEW', columns: [] };
-      tables.set(row.table_name, table);
-    }
-    table.columns.push({
-      name: row.column_name,
-      dataType: row.data_type,
-      isNullable: row.is_nullable === 'YES',
-      isAutoIncrementing: row.extra.toLowerCase().includes('auto_increment'),
-      hasDefaultValue: row.column_default !== null,
-      ...(row.column_comment === '' ? {} : { comment: row.column_comment }),
-    });
-  }
-  return [...tables.values()];
+  return tablesOfColumns(
+    rows.map((row) => ({
+      table: { name: row.table_name, schema: row.table_schema, isView: row.table_type === 'VIEW' },
+      column: {
+        name: row.column_name,
+        dataType: row.data_type,
+        isNullable: row.is_nullable === 'YES',
+        isAutoIncrementing: row.extra.toLowerCase().includes('auto_increment'),
+        hasDefaultValue: row.column_default !== null,
+        ...(row.column_comment === '' ? {} : { comment: row.column_comment }),
+      },
+    })),
+  );
 }

@@ -1,5 +1,6 @@
-import { sql, type ColumnMetadata, type Kysely, type TableMetadata } from 'kysely';
+import { sql, type Kysely, type TableMetadata } from 'kysely';
 import type { ColumnTypes } from '../../core/dialect.js';
+import { tablesOfColumns } from '../common/table-metadata.js';
 
 /** timestamptz stores UTC instants: no session time zone can shift a lock's expiry. */
 export const postgresColumnTypes: ColumnTypes = {
@@ -76,22 +77,18 @@ export async function postgresFindTables(
        AND c.relname IN (${sql.join([...names])})
        AND c.relkind IN ('r', 'p', 'v')
      ORDER BY c.relname, a.attnum`.execute(db);
-  const tables = new Map<string, TableMetadata & { columns: ColumnMetadata[] }>();
-  for (const row of rows) {
-    let table = tables.get(row.table_name);
-    if (table === undefined) {
-      table = { name: row.table_name, schema: row.schema_name, isView: row.is_view, columns: [] };
-      tables.set(row.table_name, table);
-    }
-    table.columns.push({
-      name: row.column_name,
-      dataType: row.data_type,
-      dataTypeSchema: row.data_type_schema,
-      isNullable: !row.not_null,
-      hasDefaultValue: row.has_default,
-      isAutoIncrementing: row.auto_incrementing,
-      ...(row.comment === null ? {} : { comment: row.comment }),
-    });
-  }
-  return [...tables.values()];
+  return tablesOfColumns(
+    rows.map((row) => ({
+      table: { name: row.table_name, schema: row.schema_name, isView: row.is_view },
+      column: {
+        name: row.column_name,
+        dataType: row.data_type,
+        dataTypeSchema: row.data_type_schema,
+        isNullable: !row.not_null,
+        hasDefaultValue: row.has_default,
+        isAutoIncrementing: row.auto_incrementing,
+        ...(row.comment === null ? {} : { comment: row.comment }),
+      },
+    })),
+  );
 }
