@@ -4,6 +4,8 @@
 // of every guard sent that read and waited for it: a round trip before the probe, at the first
 // minute boundary of every replica. Watched on PostgreSQL through a Kysely instance's log, which
 // sees every statement the guard sends when it is given one; the gate is the same on every dialect.
+// history() and locks(), which also ask whether the pause columns exist, likewise learn it from
+// the guard's own migrate().
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect, type LogEvent } from 'kysely';
 import pg from 'pg';
@@ -44,6 +46,25 @@ describe.each(postgres)('the first acquire on $name', (target) => {
       expect(firstLock).toBeGreaterThanOrEqual(0);
       // The replicas table may have the version read later, in the background, once the run is done.
       expect(schemaRead === -1 || schemaRead > firstLock).toBe(true);
+    } finally {
+      await guard.shutdown();
+      await db.destroy();
+    }
+  });
+
+  it('sends no read of the schema version with history() and locks() after the guard migrated the tables itself', async () => {
+    const { db, sent } = loggedKysely(databaseUrl(target));
+    const prefix = uniquePrefix();
+    const guard = createGuard({ database: db, tablePrefix: prefix, logger: recordingLogger() });
+    try {
+      await guard.migrate();
+      sent.length = 0;
+      expect((await guard.history({ job: 'first' })).runs).toEqual([]);
+      expect(await guard.locks()).toEqual([]);
+      // One read each, of the runs and of the locks; none of the schema version.
+      expect(sent.filter(({ sql }) => sql.includes(`${prefix}runs`))).toHaveLength(1);
+      expect(sent.filter(({ sql }) => sql.includes(`${prefix}locks`))).toHaveLength(1);
+      expect(sent.filter(({ sql }) => sql.includes(`${prefix}schema_migrations`))).toEqual([]);
     } finally {
       await guard.shutdown();
       await db.destroy();

@@ -189,7 +189,10 @@ export class Administration {
 
   async migrate(): Promise<SchemaVersions> {
     this.#assertOpen('migrate');
-    return runMigrations(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+    const versions = await runMigrations(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+    // The tables this call migrated have the controls: history() and locks() need not read the version.
+    if (versions.database >= OPERATOR_CONTROLS_SCHEMA_VERSION) this.#controlsPresent = true;
+    return versions;
   }
 
   /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
@@ -212,8 +215,9 @@ export class Administration {
 
   /**
    * Whether the tables have migration 004's columns (the pause, the trigger, triggered_by). A read
-   * of the schema version until the answer is yes; from then on remembered, since migrations only
-   * go forward: history() and locks() then cost their one read, as before the controls existed.
+   * of the schema version until the answer is yes (or this guard's migrate() said so); from then on
+   * remembered, since migrations only go forward: history() and locks() then cost their one read,
+   * as before the controls existed.
    */
   async #hasControls(): Promise<boolean> {
     if (this.#controlsPresent) return true;
