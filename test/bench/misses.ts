@@ -55,15 +55,18 @@ const WHY: Record<string, string> = {
   scale:
     "`guard.schedule` sends the acquires of every task due at a slot at the first of them, during node-cron's timers phase; their " +
     'answers can only be read once that phase ends, which is when the last plain node-cron task of the process starts too (the ' +
-    "column after the replica's own node-cron timers: what the guard adds after it). So the guarded p99 is the latest end of a " +
-    "winner's timers phase in the run, plus what is left of the take then, while node-cron's p99 is the 99th percentile of plain starts " +
-    "spread over those phases: the two compare a tick's last start with an earlier one. On PostgreSQL the take's answer is there when " +
-    'the phase ends (about 1 ms after it at p50), and the target is met in some runs and missed by a few ms in others (the p99 of ' +
-    '1,000 starts, on 2 cores shared by 3 replicas and the server). On MySQL one CALL takes the locks, writes the run rows and reads the ' +
-    "states in one transaction; traced per tick, its answer comes 30 to 70 ms after it was sent, while the replicas' timers phases hold " +
-    'both cores, and outlasts the phase in about a third of the ticks. Measured and not the cause: the take inside the procedure done ' +
-    'set-based instead of one job at a time (no faster), time-ordered run ids for the run rows (no faster at this size). Would close ' +
-    "it: a server with cores of its own, or a target on the column after the replica's own timers.",
+    "column after the replica's own node-cron timers: what the guard adds after it). All the guarded bodies of a tick start together, " +
+    "so the guarded p99 is the latest end of a winner's timers phase among the run's ticks, plus what is left of the take then, while " +
+    "node-cron's p99 is the 99th percentile of plain starts spread over the three replicas' phases: a tick's last start against an " +
+    'earlier one. In one process alone (no other replica), 100 guarded tasks make the phase 2 to 4 ms longer than 100 plain ones do, ' +
+    'and their bodies start 1 to 2 ms after it ends. With 3 replicas on 2 cores shared with the server, the outcome changes from run ' +
+    "to run: in runs of this figure alone at 100 jobs and 20 slots (issue 19's notes), cronguard's p99 minus node-cron's ranged " +
+    'from +0.3 to +18.7 ms on PostgreSQL (met in 1 run of 6) and from -18.1 to +47.9 ms on MySQL (met in 3 of 9). Per tick, the bodies ' +
+    "started within 15 ms of the winner's phase end, except in the first ticks measured and where another replica became the winner " +
+    '(its probe, then its take), 16 to 35 ms after it: one such tick is the p99. Measured and not the cause: the database server given ' +
+    "CPU priority over the replicas (renice -10), MariaDB's commit without a log flush, the first CALL on a connection (0.3 ms more), " +
+    'the take inside the procedure done set-based, time-ordered run ids. Would close it: a server and replicas that do not share 2 ' +
+    "cores, or a target on the column after the replica's own timers.",
   memory:
     "The growth comes in the first 10,000 executions and then levels off (the table of figure 8): JIT-compiled code, SQLite's 2 MB page " +
     "cache filling as the history table outgrows it, the allocator's pools; no leak shows from there to 200,000 executions. Would close " +
