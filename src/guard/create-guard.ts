@@ -139,9 +139,9 @@ export class Guard extends OperatedGuard implements RunnerHost {
   }
 
   /**
-   * Listens to the guard's events: `acquired`, `skipped` (with its reason), `succeeded`, `failed`,
-   * `released`, `lock-lost`, `overran`, `error`. Listeners run synchronously; one that throws is
-   * logged, never thrown into the guard.
+   * Listens to the guard's events (`acquired`, `skipped` with its reason, `succeeded`, `failed`, `cancelled`, `released`,
+   * `lock-lost`, `overran`, `abandoned`, `paused`, `missed`, `late`, `error`: docs/operating.md). Listeners run
+   * synchronously; one that throws is logged, never thrown into the guard.
    */
   on<E extends GuardEventName>(event: E, listener: (...payload: GuardEventMap[E]) => void): this {
     this.#events.on(event, listener);
