@@ -4,6 +4,7 @@ import { databaseUrl, uniquePrefix } from './support/dialects.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import { startWorker } from './support/processes.js';
+import { openRaw } from './support/raw-database.js';
 
 interface RoundResult {
   round: number;
@@ -15,6 +16,7 @@ interface RoundResult {
 }
 type RaceMessage = { type: 'ready' } | { type: 'done'; results: RoundResult[] };
 type MigrateMessage = { type: 'ready' } | { type: 'done'; error: string | null };
+type DeclareMessage = { type: 'ready' } | { type: 'done'; warnings: string[] };
 
 const PROCESSES = 4;
 const ROUNDS = 30;
@@ -70,4 +72,39 @@ describe('concurrency', () => {
     const { guard } = guardOn(url, prefix);
     expect((await guard.run({ name: 'after-migrate', lockAtMostFor: '1m' }, () => 'ok')).executed).toBe(true);
   });
+
+  // Each replica declares the schedules it was given in one turn as one statement (slot ledger);
+  // given in different orders, such statements lock the same rows in different orders and
+  // deadlock (PostgreSQL did, before they were sorted by name). Each process here gives them in
+  // its own order, round after round from the same instant, without waiting for the last round.
+  eachDialectAtOnce(
+    'lets 3 processes declare the same 300 schedules at the same instant, each in its own order',
+    async ({ target, expect, together }) => {
+      const url = databaseUrl(target);
+      const { guard, prefix } = guardOn(url, uniquePrefix());
+      await guard.migrate();
+      const jobs = 300;
+      const rounds = 30;
+      const workers = Array.from({ length: 3 }, (_, index) =>
+        startWorker<DeclareMessage>('declare-worker.ts', [url, prefix, String(jobs), String(rounds), String(index)]),
+      );
+      await Promise.all(workers.map((worker) => worker.next('ready')));
+      await together();
+      const startAt = Date.now() + 500;
+      for (const worker of workers) worker.send({ startAt });
+      const reports = await Promise.all(workers.map((worker) => worker.next<Extract<DeclareMessage, { type: 'done' }>>('done')));
+      // A deadlock, or any other failure of a declaration, is a warning.
+      expect(reports.map((report) => report.warnings)).toEqual([[], [], []]);
+      const raw = await openRaw(target.name, url);
+      try {
+        const rows = await raw.query<{ lock_at_most_for_ms: unknown }>(`SELECT lock_at_most_for_ms FROM ${prefix}jobs`);
+        expect(rows).toHaveLength(jobs);
+        // Each as one of the rounds declared it (a process's rounds may overtake each other on its pool).
+        const declared = Array.from({ length: rounds }, (_, round) => (round + 1) * 60_000);
+        expect(rows.filter((row) => !declared.includes(Number(row.lock_at_most_for_ms)))).toEqual([]);
+      } finally {
+        await raw.close();
+      }
+    },
+  );
 });

@@ -4,11 +4,14 @@ import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { CompiledQuery } from 'kysely';
 import cron from 'node-cron';
 import { describe } from 'vitest';
 import type { GuardEventMap } from '../src/index.js';
+import { databaseUrl } from './support/dialects.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { loggedKysely } from './support/logged-kysely.js';
 import { openRaw } from './support/raw-database.js';
 
 const EVERY_SECOND = '* * * * * *';
@@ -67,6 +70,39 @@ describe('the slot ledger', () => {
         expect(ledger).toMatchObject({ job: 'nightly', expression: '0 4 * * *', retired: false, slots: [] });
       } finally {
         await raw.close();
+      }
+    },
+  );
+
+  eachDialectAtOnce(
+    'declares the schedules of one turn of the event loop in one statement, each with its own values',
+    async ({ target, expect }) => {
+      const log: CompiledQuery[] = [];
+      // One URL for the guard's Kysely instance and the raw reads (on SQLite each URL is a file of its own).
+      const url = databaseUrl(target);
+      const db = loggedKysely(target, url, log);
+      const { guard, prefix } = await migratedGuard(target, { database: db });
+      log.length = 0;
+      const name = (job: number): string => `declared-${String(job).padStart(2, '0')}`;
+      for (let job = 0; job < 40; job += 1) {
+        guard.schedule(`${job} 3 * * *`, { name: name(job), lockAtMostFor: `${job + 1}m` }, () => undefined);
+      }
+      const raw = await openRaw(target.name, url);
+      try {
+        const read = () =>
+          raw.query<Record<string, unknown>>(
+            `SELECT name, cron_expression, lock_at_most_for_ms FROM ${prefix}jobs ORDER BY cron_expression`,
+          );
+        await expect.poll(read).toHaveLength(40);
+        const rows = (await read()).map((row) => [String(row.name), row.cron_expression, Number(row.lock_at_most_for_ms)]);
+        const declared = Array.from({ length: 40 }, (_, job) => [name(job), `${job} 3 * * *`, (job + 1) * 60_000]);
+        expect(rows.sort()).toEqual(declared.sort());
+        expect(log.filter((query) => /^\s*INSERT INTO\s+["`]?\w+_jobs\b/i.test(query.sql))).toHaveLength(1);
+      } finally {
+        await raw.close();
+        // The guard before the Kysely instance it was given (closing twice waits for the first).
+        await guard.close();
+        await db.destroy();
       }
     },
   );

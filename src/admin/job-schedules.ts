@@ -36,6 +36,12 @@ interface ScheduleRow {
   changed_at: Date | string;
 }
 
+/**
+ * At most this many schedules per declaring statement: 7 bound values each, far below every
+ * server's limit on the values of one statement (SQLite's 32,766; 65,535 on the others).
+ */
+export const DECLARE_ROWS_PER_STATEMENT = 500;
+
 /** The jobs table of one guard: declaring schedules (an upsert) and reading them. Not a hot path. */
 export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
   const jobs = sql.raw(quotedTable(tables, 'jobs', dialect.quote));
@@ -57,13 +63,18 @@ export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, table
   );
 
   /**
-   * One upsert per declaration, on the database's clock. `changed_at` moves only when the
+   * One upsert for many declarations, on the database's clock. `changed_at` moves only when the
    * expression or the time zone changed (null-safe comparisons), so that the ledger expects the
-   * new schedule's slots from the deploy that changed it, not before.
+   * new schedule's slots from the deploy that changed it, not before. Multi-row: the assignments
+   * read each row's own proposed values (`excluded`, `VALUES()`).
    */
-  function upsert(schedule: JobSchedule, declaredBy: string) {
-    const { name, expression, timezone, lockAtMostForMs, lockAtLeastForMs, catchUpMs } = schedule;
-    const values = sql`(${name}, ${expression}, ${timezone}, ${lockAtMostForMs}, ${lockAtLeastForMs}, ${catchUpMs}, ${declaredBy}, ${now}, ${now})`;
+  function upsert(schedules: readonly JobSchedule[], declaredBy: string) {
+    const values = sql.join(
+      schedules.map(
+        ({ name, expression, timezone, lockAtMostForMs, lockAtLeastForMs, catchUpMs }) =>
+          sql`(${name}, ${expression}, ${timezone}, ${lockAtMostForMs}, ${lockAtLeastForMs}, ${catchUpMs}, ${declaredBy}, ${now}, ${now})`,
+      ),
+    );
     const insert = sql`INSERT INTO ${jobs} (name, cron_expression, time_zone, lock_at_most_for_ms, lock_at_least_for_ms, catch_up_ms, declared_by, declared_at, changed_at) VALUES ${values}`;
     if (dialect.name === 'mysql') {
       // Assignments run left to right: changed_at compares the old expression before it is replaced.
@@ -84,8 +95,19 @@ export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, table
   }
 
   return {
-    async declare(schedule: JobSchedule, declaredBy: string): Promise<void> {
-      await upsert(schedule, declaredBy).execute(db);
+    /**
+     * Declares schedules: one statement for up to DECLARE_ROWS_PER_STATEMENT of them, so that a
+     * replica that schedules N jobs sends one upsert at start and one an hour, not N at once. In
+     * name order, so that replicas declaring the same jobs at the same instant lock the rows in
+     * the same order and never wait for each other in a circle. A name given twice is declared
+     * as given last (one statement may not upsert a row twice).
+     */
+    async declare(schedules: readonly JobSchedule[], declaredBy: string): Promise<void> {
+      const byName = new Map(schedules.map((schedule) => [schedule.name, schedule]));
+      const sorted = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (let from = 0; from < sorted.length; from += DECLARE_ROWS_PER_STATEMENT) {
+        await upsert(sorted.slice(from, from + DECLARE_ROWS_PER_STATEMENT), declaredBy).execute(db);
+      }
     },
     /** Every declared schedule, or one job's. */
     async list(job?: string): Promise<DeclaredSchedule[]> {

@@ -41,12 +41,12 @@ interface Watched {
   schedule: WatchedSchedule;
   /** The newest slot this replica took: when it is the slot before the next win, there was no gap (no read). */
   lastTaken: number;
-  refresh: NodeJS.Timeout | undefined;
 }
 
 /**
  * The slot ledger's live side, for the jobs this guard schedules: declares each schedule in
- * `<prefix>jobs` (when scheduled, then hourly; never per tick), and after each win of a slot tells
+ * `<prefix>jobs` (when scheduled, then hourly; never per tick; the schedules of one turn of the
+ * event loop, and every schedule at the hour, in one statement), and after each win of a slot tells
  * of a late start (`late` event) and of slots no replica ran since the previous run (a `missed`
  * event with the slots, `missed_slots` on the winner's run row, one warning per gap).
  */
@@ -56,6 +56,10 @@ export class SlotWatch {
   readonly #runs: ReturnType<typeof sql.raw>;
   readonly #previousRuns: PreviousRunReader;
   #declareFailed = false;
+  /** The schedules declared in this turn of the event loop, sent together at its end. */
+  #pending = new Map<string, WatchedSchedule>();
+  /** Declares every watched schedule again, hourly, from the first declaration on. */
+  #refresh: NodeJS.Timeout | undefined;
 
   constructor(parts: SlotWatchParts) {
     this.#parts = parts;
@@ -63,16 +67,21 @@ export class SlotWatch {
     this.#previousRuns = new PreviousRunReader(parts.db, parts.dialect, this.#runs);
   }
 
-  /** Declares a job's schedule now and every hour while the guard runs; a changed schedule is updated. */
+  /**
+   * Declares a job's schedule at the end of this turn of the event loop (with the others declared
+   * in it: N jobs scheduled at start are one statement) and every hour while the guard runs; a
+   * changed schedule is updated.
+   */
   declare(schedule: WatchedSchedule): void {
     const known = this.#watched.get(schedule.name);
     if (known !== undefined && sameSchedule(known.schedule, schedule)) return;
-    clearInterval(known?.refresh);
-    const watched: Watched = { schedule, lastTaken: Number.NaN, refresh: undefined };
-    this.#watched.set(schedule.name, watched);
-    this.#declare(schedule);
-    watched.refresh = setInterval(() => this.#declare(schedule), DECLARE_EVERY_MS);
-    watched.refresh.unref();
+    this.#watched.set(schedule.name, { schedule, lastTaken: Number.NaN });
+    if (this.#pending.size === 0) setImmediate(() => this.#declarePending());
+    this.#pending.set(schedule.name, schedule);
+    if (this.#refresh === undefined) {
+      this.#refresh = setInterval(() => this.#declareAll(), DECLARE_EVERY_MS);
+      this.#refresh.unref();
+    }
   }
 
   /** Declares a decorated job that has a `cron` option (one without has no schedule to declare); returns it. */
@@ -195,21 +204,33 @@ export class SlotWatch {
     events.emit('missed', { job: schedule.name, runId, slot, slots: missed, count: missed.length });
   }
 
-  #declare(schedule: WatchedSchedule): void {
+  #declarePending(): void {
+    const pending = [...this.#pending.values()];
+    this.#pending = new Map();
+    this.#declare(pending);
+  }
+
+  #declareAll(): void {
+    this.#declare([...this.#watched.values()].map(({ schedule }) => schedule));
+  }
+
+  #declare(watched: readonly WatchedSchedule[]): void {
     const { schedules, lockedBy, logger } = this.#parts;
     if (this.#parts.isClosed()) {
-      clearInterval(this.#watched.get(schedule.name)?.refresh);
+      clearInterval(this.#refresh);
       return;
     }
-    const declared = {
+    if (watched.length === 0) return;
+    // The process's own zone, named: the ledger is read on other machines too.
+    const ownZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const declared = watched.map((schedule) => ({
       name: schedule.name,
       expression: schedule.cron.expression,
-      // The process's own zone, named: the ledger is read on other machines too.
-      timezone: schedule.cron.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+      timezone: schedule.cron.timezone ?? ownZone,
       lockAtMostForMs: schedule.lockAtMostForMs,
       lockAtLeastForMs: schedule.lockAtLeastForMs,
       catchUpMs: schedule.catchUpMs,
-    };
+    }));
     this.#parts.track(
       schedules.declare(declared, lockedBy).then(
         () => void (this.#declareFailed = false),
@@ -217,8 +238,10 @@ export class SlotWatch {
           // Once until it works again: a guard not yet migrated to 005 keeps running its jobs.
           if (this.#declareFailed) return;
           this.#declareFailed = true;
+          const names = declared.slice(0, 3).map(({ name }) => `"${name}"`);
+          const more = declared.length > 3 ? ` and ${declared.length - 3} more` : '';
           logger.warn(
-            `Declaring the schedule of job "${schedule.name}" for the slot ledger failed (run \`cronguard migrate\`?): ${messageOf(error)}`,
+            `Declaring the schedule of ${declared.length === 1 ? 'job' : 'jobs'} ${names.join(', ')}${more} for the slot ledger failed (run \`cronguard migrate\`?): ${messageOf(error)}`,
           );
         },
       ),
