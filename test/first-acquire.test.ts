@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect, type LogEvent } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { createGuard } from '../src/index.js';
+import { createGuard, type Guard } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { recordingLogger } from './support/guards.js';
 
@@ -28,17 +28,30 @@ function loggedKysely(url: string): { db: Kysely<unknown>; sent: Sent[] } {
   return { db: new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 6 }) }), log }), sent };
 }
 
+/**
+ * A guard on its own tables through a logged Kysely instance, migrated by itself, its log emptied:
+ * `use` sees what the guard sends after its own migrate(). Shut down, and the instance destroyed, after.
+ */
+async function afterOwnMigrate(url: string, use: (guard: Guard, prefix: string, sent: Sent[]) => Promise<void>): Promise<void> {
+  const { db, sent } = loggedKysely(url);
+  const prefix = uniquePrefix();
+  const guard = createGuard({ database: db, tablePrefix: prefix, logger: recordingLogger() });
+  try {
+    await guard.migrate();
+    sent.length = 0;
+    await use(guard, prefix, sent);
+  } finally {
+    await guard.shutdown();
+    await db.destroy();
+  }
+}
+
 /** Statements in the order they were sent. */
 const inOrder = (sent: readonly Sent[]): Sent[] => [...sent].sort((a, b) => a.at - b.at);
 
 describe.each(postgres)('the first acquire on $name', (target) => {
   it('sends no read of the schema version after the guard migrated the tables itself', async () => {
-    const { db, sent } = loggedKysely(databaseUrl(target));
-    const prefix = uniquePrefix();
-    const guard = createGuard({ database: db, tablePrefix: prefix, logger: recordingLogger() });
-    try {
-      await guard.migrate();
-      sent.length = 0;
+    await afterOwnMigrate(databaseUrl(target), async (guard, prefix, sent) => {
       expect(await guard.run({ name: 'first', lockAtMostFor: '10s' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
       const order = inOrder(sent);
       const firstLock = order.findIndex(({ sql }) => sql.includes(`${prefix}locks`));
@@ -46,29 +59,18 @@ describe.each(postgres)('the first acquire on $name', (target) => {
       expect(firstLock).toBeGreaterThanOrEqual(0);
       // The replicas table may have the version read later, in the background, once the run is done.
       expect(schemaRead === -1 || schemaRead > firstLock).toBe(true);
-    } finally {
-      await guard.shutdown();
-      await db.destroy();
-    }
+    });
   });
 
   it('sends no read of the schema version with history() and locks() after the guard migrated the tables itself', async () => {
-    const { db, sent } = loggedKysely(databaseUrl(target));
-    const prefix = uniquePrefix();
-    const guard = createGuard({ database: db, tablePrefix: prefix, logger: recordingLogger() });
-    try {
-      await guard.migrate();
-      sent.length = 0;
+    await afterOwnMigrate(databaseUrl(target), async (guard, prefix, sent) => {
       expect((await guard.history({ job: 'first' })).runs).toEqual([]);
       expect(await guard.locks()).toEqual([]);
       // One read each, of the runs and of the locks; none of the schema version.
       expect(sent.filter(({ sql }) => sql.includes(`${prefix}runs`))).toHaveLength(1);
       expect(sent.filter(({ sql }) => sql.includes(`${prefix}locks`))).toHaveLength(1);
       expect(sent.filter(({ sql }) => sql.includes(`${prefix}schema_migrations`))).toEqual([]);
-    } finally {
-      await guard.shutdown();
-      await db.destroy();
-    }
+    });
   });
 
   it("reads it a second ahead of a quiet schedule's first fire when another process migrated the tables", async () => {

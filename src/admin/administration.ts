@@ -14,7 +14,7 @@ import { createLockReader, type LockRecord } from './locks.js';
 import { runMigrations } from './migrate.js';
 import { createPruner } from './prune.js';
 import { createReplicaTable, type ReplicaRecord, type ReplicaTable } from './replicas.js';
-import { OPERATOR_CONTROLS_SCHEMA_VERSION, readSchemaVersions, type SchemaVersions } from './schema-version.js';
+import { hasOperatorControls, readSchemaVersions, type SchemaVersions } from './schema-version.js';
 import { holderVersion, type VersionReport } from './version-report.js';
 
 export type { VersionReport } from './version-report.js';
@@ -112,9 +112,7 @@ export class Administration {
     return this.#reading(async () => {
       const schema = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
       const replicas: ReplicaRecord[] = await this.#replicas.list();
-      const holders = (await this.#lockReader.list(schema.database >= OPERATOR_CONTROLS_SCHEMA_VERSION)).filter(
-        (lock) => lock.state === 'held',
-      );
+      const holders = (await this.#lockReader.list(hasOperatorControls(schema))).filter((lock) => lock.state === 'held');
       return {
         package: packageVersionOrUnknown(),
         schema,
@@ -191,7 +189,7 @@ export class Administration {
     this.#assertOpen('migrate');
     const versions = await runMigrations(this.#parts.db, this.#parts.dialect, this.#parts.tables);
     // The tables this call migrated have the controls: history() and locks() need not read the version.
-    if (versions.database >= OPERATOR_CONTROLS_SCHEMA_VERSION) this.#controlsPresent = true;
+    if (hasOperatorControls(versions)) this.#controlsPresent = true;
     return versions;
   }
 
@@ -222,7 +220,7 @@ export class Administration {
   async #hasControls(): Promise<boolean> {
     if (this.#controlsPresent) return true;
     const { db, dialect, tables } = this.#parts;
-    this.#controlsPresent = (await readSchemaVersions(db, dialect, tables)).database >= OPERATOR_CONTROLS_SCHEMA_VERSION;
+    this.#controlsPresent = hasOperatorControls(await readSchemaVersions(db, dialect, tables));
     return this.#controlsPresent;
   }
 

@@ -46,4 +46,9 @@ export async function readSchemaVersions(db: Kysely<unknown>, dialect: Dialect, 
 }
 
 /** The schema version that brings the operator controls' columns and table (migration 004). */
-export const OPERATOR_CONTROLS_SCHEMA_VERSION = migrationNumber('004_operator_controls');
+const OPERATOR_CONTROLS_SCHEMA_VERSION = migrationNumber('004_operator_controls');
+
+/** Whether tables at `versions` have the operator controls (the pause columns, the trigger table): migration 004 or later. */
+export function hasOperatorControls(versions: SchemaVersions): boolean {
+  return versions.database >= OPERATOR_CONTROLS_SCHEMA_VERSION;
+}

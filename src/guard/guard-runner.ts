@@ -1,6 +1,6 @@
 import type { OpenedDatabase } from '../dialects/connect.js';
 import { ReplicaPresence } from '../admin/replica-presence.js';
-import { OPERATOR_CONTROLS_SCHEMA_VERSION, readSchemaVersions } from '../admin/schema-version.js';
+import { hasOperatorControls, readSchemaVersions } from '../admin/schema-version.js';
 import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
 import { GuardEvents } from '../core/events.js';
 import { Runner } from '../core/runner.js';
@@ -40,7 +40,7 @@ export function createGuardRunner(
   const { store, gate } = schemaGatedLockStore(
     dialect.createLockStore(opened.db, tables, settings),
     dialect.createLockStore(opened.db, tables, { ...settings, operatorControls: false }),
-    async () => (await readSchemaVersions(opened.db, dialect, tables)).database >= OPERATOR_CONTROLS_SCHEMA_VERSION,
+    async () => hasOperatorControls(await readSchemaVersions(opened.db, dialect, tables)),
   );
   const runner = new Runner({
     store,

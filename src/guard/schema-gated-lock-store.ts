@@ -1,6 +1,6 @@
 import type { AcquireOutcome, AcquireRequest, BatchedAcquire, LockStore } from '../core/dialect.js';
 import type { ResolvedJob } from '../core/job-options.js';
-import { OPERATOR_CONTROLS_SCHEMA_VERSION, type SchemaVersions } from '../admin/schema-version.js';
+import { hasOperatorControls, type SchemaVersions } from '../admin/schema-version.js';
 
 /** While the tables are older than the operator controls, how often an acquire has the schema version read again. */
 export const SCHEMA_RECHECK_MS = 60_000;
@@ -91,7 +91,7 @@ export function schemaGatedLockStore(
   }
   const gate: SchemaGate = {
     migrated: (versions) => {
-      if (versions.database >= OPERATOR_CONTROLS_SCHEMA_VERSION) known = true;
+      if (hasOperatorControls(versions)) known = true;
       return versions;
     },
     prepare: () => (known === undefined ? check().then(() => undefined) : undefined),
