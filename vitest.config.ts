@@ -5,8 +5,8 @@ export default defineConfig({
     globalSetup: ['test/setup/global-setup.ts'],
     setupFiles: ['test/setup/unhandled-rejections.ts'],
     include: ['test/**/*.test.ts'],
-    // The fault scenarios run on their own: `npm run test:faults` (vitest.faults.config.ts).
-    exclude: ['test/faults/**', 'node_modules/**'],
+    // The fault scenarios and the topologies run on their own: `npm run test:faults`, `npm run test:topologies`.
+    exclude: ['test/faults/**', 'test/topologies/**', 'node_modules/**'],
     // One file at a time: a test measures cluster-wide WAL, which other files would disturb.
     fileParallelism: false,
     pool: 'forks',

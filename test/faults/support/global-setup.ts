@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import startServers from '../../setup/global-setup.js';
+import { existingTopologySection } from '../../topologies/support/topology-report.js';
 import { renderReliability, serverVersions } from './reliability-report.js';
 import type { ScenarioReport } from './scenario.js';
 
@@ -26,7 +27,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
           mysql: project.getProvidedContext().mysqlUrl,
         });
         const out = process.env['CRONGUARD_RELIABILITY_OUT'] ?? 'RELIABILITY.md';
-        writeFileSync(out, renderReliability(reports, versions, Math.round((Date.now() - started) / 1_000)));
+        // The topology section comes from `npm run test:topologies`: kept as it is.
+        const topologies = existingTopologySection(out);
+        const report = renderReliability(reports, versions, Math.round((Date.now() - started) / 1_000));
+        writeFileSync(out, topologies === '' ? report : `${report.trimEnd()}\n\n${topologies}\n`);
         process.stderr.write(`cronguard: wrote ${out} (${reports.length} scenario reports)\n`);
       }
     } finally {
