@@ -32,4 +32,5 @@ export type { OperatedGuard } from './guard/operated-guard.js';
 export type { PauseOptions, ResumeOptions, TriggerOptions } from './guard/guard-controls.js';
 export type { ControlAction, ControlRecord, PauseState } from './admin/controls.js';
 export type { SlotsQuery, JobLedger } from './admin/slots.js';
+export type { ProbeCheck, ProbeCheckName, ProbeOptions, ProbeReport, ProbeStatus } from './admin/probe.js';
 export type { SlotOutcome, LedgerSlot } from './core/slot-ledger.js';

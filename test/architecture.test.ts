@@ -1,5 +1,5 @@
 // The layout of src/ (docs/architecture.md): the layers import one way, and ESLint says so when an
-// import goes against the direction; no import cycle among files or folders; no file over 300 lines.
+// import goes against the direction; no import cycle among files or folders; no file over 400 lines.
 // No database: these read the source.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot } from './support/run-process.js';
 
 const src = join(repoRoot, 'src');
-const MAX_LINES = 300;
+const MAX_LINES = 400;
 
 describe('the layer rule in eslint.config.js', () => {
   const eslint = new ESLint({ cwd: repoRoot });

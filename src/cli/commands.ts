@@ -23,6 +23,10 @@ export interface CommandOptions {
   readonly reason?: string;
   /** Who makes a control change, for the audit. */
   readonly by?: string;
+  /** doctor: the active checks of `guard.probe()` instead of the history's review. */
+  readonly probe?: boolean;
+  /** doctor --probe: the other nodes of the database, whose clocks are compared. */
+  readonly nodes?: readonly string[];
 }
 
 export class UsageError extends Error {}
@@ -95,7 +99,8 @@ export async function historyCommand(guard: Guard, options: CommandOptions): Pro
   return { text, json: page, exitCode: 0 };
 }
 
-export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
+export async function doctorCommand(guard: Guard, options: CommandOptions = {}): Promise<CommandOutput> {
+  if (options.nodes !== undefined) throw new UsageError('--node goes with --probe: cronguard doctor --probe --node <url>');
   const jobs = await guard.doctor();
   const rows = jobs.map((job) => [
     job.job,

@@ -20,6 +20,7 @@ import {
   type CommandOutput,
 } from './commands.js';
 import { auditCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
+import { probeCommand } from './probe-command.js';
 import { slotsCommand } from './slots-command.js';
 
 const USAGE = `Usage: cronguard <command> [options]
@@ -32,6 +33,8 @@ Commands:
       --job <name>  --status <running|succeeded|failed|cancelled|abandoned|skipped>
       --since <24h>  --limit <50>  --before <cursor: the "next" of a --json page>
   doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
+      --probe  --node <url>…      Active checks of the database instead: read-only, pooler, cluster,
+                                  clocks, a live race for one lock; exit 1 on a FAIL (docs/topologies.md)
   slots                       Per scheduled job, each expected slot's outcome; exit 1 if missed, late or failed
       --job <name>  --since <24h>
   prune --older-than <30d>    Delete old runs, keeping each job's newest
@@ -64,7 +67,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   versions: [],
   locks: [],
   history: ['job', 'status', 'since', 'limit', 'before'],
-  doctor: [],
+  doctor: ['probe', 'node'],
   slots: ['job', 'since'],
   prune: ['older-than'],
   unlock: ['force'],
@@ -103,6 +106,8 @@ export async function main(argv: string[]): Promise<number> {
         until: { type: 'string' },
         reason: { type: 'string' },
         by: { type: 'string' },
+        probe: { type: 'boolean' },
+        node: { type: 'string', multiple: true },
       },
     });
   } catch (error) {
@@ -154,6 +159,8 @@ export async function main(argv: string[]): Promise<number> {
     ...(values.until === undefined ? {} : { until: values.until }),
     ...(values.reason === undefined ? {} : { reason: values.reason }),
     ...(values.by === undefined ? {} : { by: values.by }),
+    ...(values.probe === undefined ? {} : { probe: values.probe }),
+    ...(values.node === undefined ? {} : { nodes: values.node }),
   };
 
   // Only migrate creates a SQLite file: a mistyped path for a read would leave an empty database behind.
@@ -195,7 +202,7 @@ function run(guard: Guard, command: string, job: string | undefined, options: Co
     case 'history':
       return historyCommand(guard, options);
     case 'doctor':
-      return doctorCommand(guard);
+      return options.probe === true ? probeCommand(guard, options) : doctorCommand(guard, options);
     case 'slots':
       return slotsCommand(guard, options);
     case 'prune':

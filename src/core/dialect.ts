@@ -1,6 +1,7 @@
 import type { Kysely, TableMetadata } from 'kysely';
 import type { LockStore } from './lock-store.js';
 import type { Logger } from './logger.js';
+import type { ServerFacts } from './server-facts.js';
 
 export type { AcquireOutcome, AcquireRequest, BatchedAcquire, BatchedRelease, LockStore, RunOutcome } from './lock-store.js';
 
@@ -111,6 +112,12 @@ export interface Dialect<Native = unknown> {
   isLockWaitTimeout(error: unknown): boolean;
   /** True for a migration error that only means another process migrated at the same moment. */
   isMigrationRace(error: unknown): boolean;
+  /**
+   * Reads what `guard.probe()` checks about the server (core/server-facts.ts): its version and
+   * settings, whether it is read-only, a pooler in front of it, a cluster around it. `native` is
+   * the driver's pool when the guard has one (some checks need two connections of their own).
+   */
+  inspectServer(db: Kysely<unknown>, native: Native | undefined): Promise<ServerFacts>;
   /** Recognising a `database` value (a URL, a driver handle, a Kysely instance) as this dialect's. */
   readonly handles: DialectHandles<Native>;
   /**

@@ -25,6 +25,8 @@ import { UNSCHEDULED } from '../core/run-request.js';
 import { GuardControls } from './guard-controls.js';
 import { guardDashboard } from './guard-dashboard.js';
 import { OperatedGuard } from './operated-guard.js';
+import { probeDatabase, type ProbeOptions, type ProbeReport } from '../admin/probe.js';
+import { raceForProbeLock } from './probe-race.js';
 
 /** A guard: runs jobs under their lock rows in one database. */
 export class Guard extends OperatedGuard implements RunnerHost {
@@ -51,6 +53,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
   /** Before a quiet spell's fire, opens the connections its runs need: one reads the schema version if still unknown. */
   readonly #warmUp = new ConnectionWarmUp(this.#tasks, (connections) => openConnections(this.#db, connections, this.#schemaGate.prepare()));
   #shutdown: Promise<void> | undefined;
+  readonly #probe: (options?: ProbeOptions) => Promise<ProbeReport>;
 
   constructor(options: GuardOptions) {
     const resolved = resolveGuardOptions(options);
@@ -113,6 +116,15 @@ export class Guard extends OperatedGuard implements RunnerHost {
       runner.end();
       return opened.close();
     };
+    // The probe's race: guards of its own on the same database, each taking on its own connection;
+    // its lock rows carry the probe lock's name as lockedBy, and no history.
+    const contender = (name: string): Guard =>
+      new Guard({ database: resolved.database, tablePrefix: options.tablePrefix, lockedBy: name, history: false, logger: SILENT });
+    this.#probe = (probeOptions) =>
+      probeDatabase(
+        { db: opened.db, dialect, native: opened.native, tables, race: (name, count) => raceForProbeLock(contender, name, count) },
+        probeOptions,
+      );
     // A "run now" request goes through the runner like any run, with the trigger on its request.
     operator.attach({
       events,
@@ -229,6 +241,20 @@ export class Guard extends OperatedGuard implements RunnerHost {
   /** The slot ledger per scheduled job: one outcome per slot it should have had (default the last 24 h), as `cronguard slots` prints. */
   readonly slots = (query?: SlotsQuery): Promise<JobLedger[]> => this.#admin.slots(query);
 
+  /**
+   * Active checks of the database this guard is given, each `pass`, `warn` or `fail` with its fix
+   * (`cronguard doctor --probe`): a read-only or standby server, statements inside a transaction,
+   * a transaction pooler (PgBouncer), a cluster (Galera, standbys), this process's clock against
+   * the database's (and the `nodes`' against each other), and a live race of `contenders`
+   * connections for one probe lock, which exactly one must win (its row is deleted after).
+   * @example
+   * const report = await guard.probe();
+   * for (const check of report.checks) if (check.status !== 'pass') console.warn(check.check, check.finding, check.fix);
+   */
+  probe(options?: ProbeOptions): Promise<ProbeReport> {
+    return this.#probe(options);
+  }
+
   /** Brings the tables to this version's schema (forward only); resolves with the schema versions after. Safe on every replica at start-up. */
   async migrate(): Promise<SchemaVersions> {
     return this.#schemaGate.migrated(await this.#admin.migrate());
@@ -288,6 +314,8 @@ export class Guard extends OperatedGuard implements RunnerHost {
     });
   }
 }
+
+const SILENT = { warn: () => undefined, error: () => undefined };
 
 /**
  * Creates a guard. Options are validated now: a `TypeError` names the option and the value.

@@ -7,6 +7,7 @@ import { createMysqlLockStore } from './lock-store.js';
 import { isMysqlLockWaitTimeout, isMysqlMissingTable } from './driver-errors.js';
 import { createMysqlTakeProcedure } from './take-procedure.js';
 import { mysqlFindTables, mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
+import { inspectMysqlServer } from './server-facts.js';
 
 export const mysqlDialect: Dialect<mysql2.Pool> = {
   name: 'mysql',
@@ -23,6 +24,7 @@ export const mysqlDialect: Dialect<mysql2.Pool> = {
   isLockWaitTimeout: isMysqlLockWaitTimeout,
   // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
   isMigrationRace: () => false,
+  inspectServer: (db) => inspectMysqlServer(db),
   handles: mysqlHandles,
   open: openMysql,
 };

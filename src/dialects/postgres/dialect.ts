@@ -7,6 +7,7 @@ import { createPostgresLockStore } from './lock-store.js';
 import { isPostgresLockWaitTimeout, isPostgresMissingTable } from './driver-errors.js';
 import { postgresColumnTypes, postgresCurrentSchema, postgresFindTables } from './schema.js';
 import { listenPostgresTriggers, notifyPostgresTrigger } from './trigger-channel.js';
+import { inspectPostgresServer } from './server-facts.js';
 
 export const postgresDialect: Dialect<pg.Pool> = {
   name: 'postgres',
@@ -22,6 +23,7 @@ export const postgresDialect: Dialect<pg.Pool> = {
   isLockWaitTimeout: isPostgresLockWaitTimeout,
   // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
   isMigrationRace: () => false,
+  inspectServer: inspectPostgresServer,
   handles: postgresHandles,
   open: openPostgres,
   notifyTrigger: notifyPostgresTrigger,

@@ -6,6 +6,7 @@ import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
 import { isSqliteMigrationRace, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
 import { sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
+import { inspectSqliteServer } from './server-facts.js';
 
 export const sqliteDialect: Dialect<LazySqliteDatabase> = {
   name: 'sqlite',
@@ -18,6 +19,7 @@ export const sqliteDialect: Dialect<LazySqliteDatabase> = {
   isMissingTable: isSqliteMissingTable,
   isLockWaitTimeout: isSqliteLockWaitTimeout,
   isMigrationRace: isSqliteMigrationRace,
+  inspectServer: inspectSqliteServer,
   handles: sqliteHandles,
   open: openSqlite,
 };
