@@ -29,7 +29,7 @@ export type { ReplicaRecord } from './admin/replicas.js';
 export type { SchemaVersions } from './admin/schema-version.js';
 export type { GuardEventMap, GuardEventName } from './core/events.js';
 export type { OperatedGuard } from './guard/operated-guard.js';
-export type { PauseOptions, ResumeOptions, TriggerOptions } from './guard/guard-controls.js';
+export type { PauseOptions, ResumeOptions, TriggerOptions, UnlockOptions } from './guard/guard-controls.js';
 export type { ControlAction, ControlRecord, PauseState } from './admin/controls.js';
 export type { SlotsQuery, JobLedger } from './admin/slots.js';
 export type { ProbeCheck, ProbeCheckName, ProbeOptions, ProbeReport, ProbeStatus } from './admin/probe.js';

@@ -111,7 +111,7 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
     expect(await cronguard(['unlock', 'kept', ...common])).toMatchObject({ code: 2 });
     expect(await cronguard(['unlock', 'kept', '--force', ...common])).toEqual({
       code: 0,
-      stdout: 'Unlocked "kept".\n',
+      stdout: 'Unlocked "kept" (recorded in cronguard audit).\n',
       stderr: '',
     });
     // Nothing to unlock: a free lock, or no lock at all by that name. Exit 1, one line.
@@ -189,11 +189,11 @@ describe('cronguard usage errors', () => {
       },
       {
         args: ['frobnicate', '--database', 'sqlite::memory:'],
-        message: 'cronguard: unknown command "frobnicate" (see cronguard --help)\n',
+        message: 'cronguard: unknown command "frobnicate". See cronguard --help\n',
       },
       {
         args: ['locks', '--job', 'x', '--database', 'sqlite::memory:'],
-        message: 'cronguard: locks does not take --job\n',
+        message: 'cronguard: locks does not take --job (it takes no option of its own; see cronguard --help)\n',
       },
       {
         args: ['locks', '--database', 'sqlite::memory:'],
@@ -210,7 +210,7 @@ describe('cronguard usage errors', () => {
         message: `cronguard: no SQLite database at ${typo} (cronguard migrate creates it)\n`,
       },
       { args: ['locks', '--database', 'mysql://root@127.0.0.1:1/none'], message: /^cronguard: .*ECONNREFUSED/ },
-      { args: ['migrate', '--nope'], message: /^cronguard: Unknown option '--nope'/ },
+      { args: ['migrate', '--nope'], message: /^cronguard: unknown option --nope\..* See cronguard --help$/m },
       {
         args: ['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'],
         message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/,

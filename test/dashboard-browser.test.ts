@@ -219,6 +219,12 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
       expect(await operator.page.getByRole('status').textContent()).toContain('Unlocked');
       expect(await held()).toBe('free');
       expect(operator.dialogs).toEqual([]);
+      // The unlock is in the audit: who, whose lock, which run (the page's own audit list too).
+      const [audit] = await guard.controls('cache-warm');
+      expect(audit).toMatchObject({ action: 'unlock' });
+      expect(audit?.reason).toMatch(/^freed the lock of .+, run [0-9a-f-]{36}$/);
+      await operator.page.reload();
+      expect(await operator.page.locator('body').textContent()).toContain('freed the lock of');
     },
     90_000,
   );

@@ -10,11 +10,11 @@ import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis } from 
 import { diagnoseLedger } from './doctor-ledger.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
 import { createScheduleStore, type ScheduleStore } from './job-schedules.js';
-import { createLockReader, type LockRecord } from './locks.js';
+import { createLockReader, type LockRecord, type UnlockAudit, type UnlockedLock } from './locks.js';
 import { runMigrations } from './migrate.js';
 import { createPruner } from './prune.js';
 import { createReplicaTable, type ReplicaRecord, type ReplicaTable } from './replicas.js';
-import { hasOperatorControls, readSchemaVersions, type SchemaVersions } from './schema-version.js';
+import { hasOperatorControls, hasSlotLedger, readSchemaVersions, type SchemaVersions } from './schema-version.js';
 import { holderVersion, type VersionReport } from './version-report.js';
 
 export type { VersionReport } from './version-report.js';
@@ -141,9 +141,27 @@ export class Administration {
     return this.#reading(() => this.#dashboardReader.run(id), 'dashboard');
   }
 
-  /** `job` is a validated job name. */
-  unlock(job: string): Promise<boolean> {
-    return this.#reading(() => this.#lockReader.unlock(job), 'unlock');
+  /** Frees a held lock (`job` is a validated name) and records who freed whose; undefined when it was not held. */
+  unlock(job: string, audit: UnlockAudit): Promise<UnlockedLock | undefined> {
+    return this.#reading(async () => this.#lockReader.unlock(job, (await this.#hasControls()) ? audit : undefined), 'unlock');
+  }
+
+  /** Deletes a job's lock row and declared schedule (its history stays); refused while its lock is held. */
+  forget(job: string, audit: UnlockAudit): Promise<'forgotten' | 'held' | 'unknown'> {
+    return this.#reading(async () => {
+      const versions = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+      return this.#lockReader.forget(job, hasOperatorControls(versions) ? audit : undefined, hasSlotLedger(versions));
+    }, 'forget');
+  }
+
+  /** Every job the tables know: a lock row or a declared schedule, by name. */
+  jobNames(): Promise<string[]> {
+    return this.#reading(async () => {
+      const versions = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+      const locks = await this.#lockReader.list(hasOperatorControls(versions));
+      const schedules = hasSlotLedger(versions) ? await this.schedules.list() : [];
+      return [...new Set([...locks.map((lock) => lock.name), ...schedules.map((schedule) => schedule.name)])].sort();
+    }, 'jobNames');
   }
 
   /** Per lock row (and per declared schedule), the diagnosis of its newest runs and of its slot ledger. */

@@ -6,7 +6,7 @@ import { GuardError } from '../core/errors.js';
 import { toDate } from './run-record.js';
 
 /** What a control change did, in the audit (`guard.controls`, `cronguard audit`). */
-export type ControlAction = 'pause' | 'resume' | 'trigger' | 'auto-pause';
+export type ControlAction = 'pause' | 'resume' | 'trigger' | 'auto-pause' | 'unlock' | 'forget';
 
 /** One row of `<prefix>controls`: who changed what on a job, when, and why. */
 export interface ControlRecord {
@@ -174,9 +174,13 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
      */
     async requestTrigger(job: string, by: string, force: boolean): Promise<string> {
       if (!force && (await pauseState(job)) !== undefined) {
-        throw new GuardError('JOB_PAUSED', `Job "${job}" is paused, so it was not triggered; resume it first, or force the trigger`, {
-          job,
-        });
+        throw new GuardError(
+          'JOB_PAUSED',
+          `Job "${job}" is paused, so it was not triggered; resume it first, or force the trigger (\`force: true\`; cronguard trigger --force)`,
+          {
+            job,
+          },
+        );
       }
       const id = randomUUID();
       // 1 and 0, not booleans: better-sqlite3 binds no boolean, and PostgreSQL reads '1' as true.

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
@@ -32,6 +33,19 @@ export interface LockRecord {
   readonly pendingTrigger: { readonly by: string; readonly at: Date; readonly force: boolean } | null;
 }
 
+/** Who asked for an unlock or a forget, for the audit in `<prefix>controls`. */
+export interface UnlockAudit {
+  readonly by: string;
+  readonly reason: string | null;
+}
+
+/** The holding an unlock freed. */
+export interface UnlockedLock {
+  readonly lockedBy: string;
+  /** The run (its token, the id of its history row) that held the lock; null on rows before 0.1.0's tokens. */
+  readonly run: string | null;
+}
+
 interface LockRow {
   name: string;
   locked_by: string;
@@ -52,6 +66,8 @@ interface LockRow {
 
 export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
   const locks = sql.raw(quotedTable(tables, 'locks', dialect.quote));
+  const controls = sql.raw(quotedTable(tables, 'controls', dialect.quote));
+  const jobs = sql.raw(quotedTable(tables, 'jobs', dialect.quote));
   const reads = dialect.reads;
   const lockColumns = [
     `${reads.name('name')} AS name`,
@@ -133,10 +149,55 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
         };
       });
     },
-    /** True when the lock was held and is now free. */
-    async unlock(name: string): Promise<boolean> {
-      const result = await sql`UPDATE ${locks} SET lock_until = ${now} WHERE name = ${name} AND lock_until > ${now}`.execute(db);
-      return result.numAffectedRows === 1n;
+    /**
+     * Frees a held lock, and says whose it was. `audit`: the tables have the controls table
+     * (migration 004), where the unlock is recorded with who asked, whose lock and which run, in the
+     * same transaction: an unlock is the one control that can let two runs overlap.
+     */
+    async unlock(name: string, audit: UnlockAudit | undefined): Promise<UnlockedLock | undefined> {
+      return db.transaction().execute(async (trx) => {
+        // Who holds it now; the UPDATE then frees exactly that holding (its token), so that the
+        // audit names the run that was freed and not one that took the lock in between.
+        const { rows } = await sql<{ locked_by: string; token: string | null }>`SELECT locked_by, token FROM ${locks}
+          WHERE name = ${name} AND lock_until > ${now}`.execute(trx);
+        const holder = rows[0];
+        if (holder === undefined) return undefined;
+        const sameToken = holder.token === null ? sql`token IS NULL` : sql`token = ${holder.token}`;
+        const result = await sql`UPDATE ${locks} SET lock_until = ${now}
+          WHERE name = ${name} AND lock_until > ${now} AND ${sameToken}`.execute(trx);
+        if (result.numAffectedRows !== 1n) return undefined;
+        const unlocked = { lockedBy: holder.locked_by, run: holder.token };
+        if (audit !== undefined) {
+          const what = `freed the lock of ${unlocked.lockedBy}${unlocked.run === null ? '' : `, run ${unlocked.run}`}`;
+          await sql`INSERT INTO ${controls} (id, job_name, action, actor, reason, pause_until, changed_at)
+            VALUES (${randomUUID()}, ${name}, 'unlock', ${audit.by}, ${audit.reason === null ? what : `${audit.reason} (${what})`}, NULL, ${now})`.execute(
+            trx,
+          );
+        }
+        return unlocked;
+      });
+    },
+
+    /**
+     * Deletes a job's lock row and its declared schedule, for a job no replica runs any more (a
+     * typo's row, a retired job): it leaves `locks`, `doctor`, `slots` and the dashboard. Refused
+     * (`'held'`) while its lock is held. Its history stays. Recorded like `unlock`.
+     */
+    async forget(name: string, audit: UnlockAudit | undefined, schedules: boolean): Promise<'forgotten' | 'held' | 'unknown'> {
+      return db.transaction().execute(async (trx) => {
+        const { rows } = await sql<{ held: number | boolean }>`SELECT CASE WHEN lock_until > ${now} THEN 1 ELSE 0 END AS held
+          FROM ${locks} WHERE name = ${name}`.execute(trx);
+        if (rows[0] !== undefined && Number(rows[0].held) === 1) return 'held';
+        const lock = await sql`DELETE FROM ${locks} WHERE name = ${name} AND lock_until <= ${now}`.execute(trx);
+        // The declared schedule (migration 005), where the tables have it.
+        const schedule = schedules ? await sql`DELETE FROM ${jobs} WHERE name = ${name}`.execute(trx) : undefined;
+        if (lock.numAffectedRows === 0n && (schedule?.numAffectedRows ?? 0n) === 0n) return 'unknown';
+        if (audit !== undefined) {
+          await sql`INSERT INTO ${controls} (id, job_name, action, actor, reason, pause_until, changed_at)
+            VALUES (${randomUUID()}, ${name}, 'forget', ${audit.by}, ${audit.reason}, NULL, ${now})`.execute(trx);
+        }
+        return 'forgotten';
+      });
     },
   };
 }

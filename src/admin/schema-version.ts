@@ -52,3 +52,11 @@ const OPERATOR_CONTROLS_SCHEMA_VERSION = migrationNumber('004_operator_controls'
 export function hasOperatorControls(versions: SchemaVersions): boolean {
   return versions.database >= OPERATOR_CONTROLS_SCHEMA_VERSION;
 }
+
+/** The schema version that brings the declared schedules' table `<prefix>jobs` (migration 005). */
+const SLOT_LEDGER_SCHEMA_VERSION = migrationNumber('005_slot_ledger');
+
+/** Whether tables at `versions` have the declared schedules (`<prefix>jobs`): migration 005 or later. */
+export function hasSlotLedger(versions: SchemaVersions): boolean {
+  return versions.database >= SLOT_LEDGER_SCHEMA_VERSION;
+}

@@ -1,6 +1,8 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { RunStatus } from '../admin/run-record.js';
 import { formatDuration, formatTable, formatTime, oneLine, printable } from './format.js';
+import { defaultActor } from './actor.js';
+import { didYouMean } from './nearest-names.js';
 
 /** What a command prints and its exit code: 0 fine, 1 doctor found problems or unlock found no lock. */
 export interface CommandOutput {
@@ -23,6 +25,8 @@ export interface CommandOptions {
   readonly reason?: string;
   /** Who makes a control change, for the audit. */
   readonly by?: string;
+  /** pause: also a job the tables have never seen. */
+  readonly create?: boolean;
   /** doctor: the active checks of `guard.probe()` instead of the history's review. */
   readonly probe?: boolean;
   /** doctor --probe: the other nodes of the database, whose clocks are compared. */
@@ -162,9 +166,15 @@ export async function unlockCommand(guard: Guard, job: string | undefined, optio
       `refusing to unlock "${printable(job)}" without --force: if its holder is still running, the next run will overlap it`,
     );
   }
-  const unlocked = await guard.unlock(job);
+  const unlocked = await guard.unlock(job, {
+    by: options.by ?? defaultActor(),
+    ...(options.reason === undefined ? {} : { reason: options.reason }),
+  });
   // Nothing to unlock is a failure for a script (a mistyped name, or the holder finished meanwhile).
-  const text = unlocked ? `Unlocked "${printable(job)}".\n` : `"${printable(job)}" was not locked: nothing to unlock.\n`;
+  const hint = unlocked ? '' : didYouMean(job, await guard.jobNames(), (v) => `"${printable(v)}"`);
+  const text = unlocked
+    ? `Unlocked "${printable(job)}" (recorded in cronguard audit).\n`
+    : `"${printable(job)}" was not locked: nothing to unlock.${hint}\n`;
   return { text, json: { job, unlocked }, exitCode: unlocked ? 0 : 1 };
 }
 

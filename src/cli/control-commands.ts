@@ -1,23 +1,26 @@
-import { hostname, userInfo } from 'node:os';
 import type { Guard } from '../guard/create-guard.js';
 import { formatTable, formatTime, oneLine, printable } from './format.js';
 import { UsageError, type CommandOptions, type CommandOutput } from './commands.js';
+import { didYouMean } from './nearest-names.js';
+import { defaultActor } from './actor.js';
 
 /** The operator commands: pause, resume, trigger, audit (issue 17). */
-
-/** Who the CLI records as having made a change, without --by: the user on this host. */
-function defaultActor(): string {
-  try {
-    return `${userInfo().username}@${hostname()}`;
-  } catch {
-    // No user entry (a container running under an unnamed uid).
-    return `cli@${hostname()}`;
-  }
-}
 
 function jobOf(job: string | undefined, command: string): string {
   if (job === undefined) throw new UsageError(`${command} needs a job name: cronguard ${command} <job>`);
   return job;
+}
+
+/**
+ * Refuses a name the tables have never seen (no lock row, no declared schedule): a mistyped name
+ * would otherwise pause nothing, or wait for a replica that never comes, and leave a row behind.
+ */
+async function knownJob(guard: Guard, name: string, alternative: string): Promise<void> {
+  const known = await guard.jobNames();
+  if (known.includes(name)) return;
+  throw new UsageError(
+    `no job named "${printable(name)}" has run or is scheduled.${didYouMean(name, known, (v) => `"${printable(v)}"`)} ${alternative}`.trim(),
+  );
 }
 
 /** --until: an ISO time (2026-12-01T18:00:00Z), else a duration from now (2h, 30m). */
@@ -32,6 +35,7 @@ function untilOf(value: string): Date | string {
 
 export async function pauseCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
   const name = jobOf(job, 'pause');
+  if (options.create !== true) await knownJob(guard, name, '(--create pauses a job that has not run yet)');
   const state = await guard.pause(name, {
     by: options.by ?? defaultActor(),
     ...(options.reason === undefined ? {} : { reason: options.reason }),
@@ -44,6 +48,7 @@ export async function pauseCommand(guard: Guard, job: string | undefined, option
 
 export async function resumeCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
   const name = jobOf(job, 'resume');
+  await knownJob(guard, name, '');
   const wasPaused = await guard.resume(name, {
     by: options.by ?? defaultActor(),
     ...(options.reason === undefined ? {} : { reason: options.reason }),
@@ -54,6 +59,8 @@ export async function resumeCommand(guard: Guard, job: string | undefined, optio
 
 export async function triggerCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
   const name = jobOf(job, 'trigger');
+  // A request for a job no replica schedules would wait forever.
+  await knownJob(guard, name, '(a trigger runs on a replica that schedules the job)');
   const id = await guard.trigger(name, { by: options.by ?? defaultActor(), force: options.force === true });
   const text = `Asked for one run of "${printable(name)}" now: a replica that schedules it runs it at its next look (controlPollInterval).\n`;
   return { text, json: { job: name, requestId: id }, exitCode: 0 };
@@ -68,4 +75,17 @@ export async function auditCommand(guard: Guard, job: string | undefined, option
   const text =
     entries.length === 0 ? `No control changes for "${printable(name)}".\n` : formatTable(['at', 'action', 'by', 'until', 'reason'], rows);
   return { text, json: entries, exitCode: 0 };
+}
+
+export async function forgetCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
+  const name = jobOf(job, 'forget');
+  await knownJob(guard, name, '');
+  const forgotten = await guard.forget(name, {
+    by: options.by ?? defaultActor(),
+    ...(options.reason === undefined ? {} : { reason: options.reason }),
+  });
+  const text = forgotten
+    ? `Forgot "${printable(name)}": its lock row and declared schedule are deleted; its history stays. A replica that still runs it brings it back.\n`
+    : `"${printable(name)}" was already gone.\n`;
+  return { text, json: { job: name, forgotten }, exitCode: 0 };
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
 import { printable } from './format.js';
@@ -19,7 +20,8 @@ import {
   type CommandOptions,
   type CommandOutput,
 } from './commands.js';
-import { auditCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
+import { auditCommand, forgetCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
+import { didYouMean } from './nearest-names.js';
 import { probeCommand } from './probe-command.js';
 import { slotsCommand } from './slots-command.js';
 
@@ -39,10 +41,13 @@ Commands:
       --job <name>  --since <24h>
   prune --older-than <30d>    Delete old runs, keeping each job's newest
   unlock <job> --force        Free a lock left by a process that is gone; exit 1 if it was not locked
+      --reason <text>  --by <who>  (recorded in the audit)
+  forget <job>                Delete a job's lock row and declared schedule (its history stays), for a
+                              job no replica runs any more   --reason <text>  --by <who>
   dashboard                   Serve the web dashboard until Ctrl-C; prints its URL
       --port <4500>  --host <127.0.0.1>  --read-only (no unlock; use it when --host is not loopback)
   pause <job>                 No replica starts the job from its next attempt on (runs going on are not stopped)
-      --until <2h | ISO time>  --reason <text>  --by <who>
+      --until <2h | ISO time>  --reason <text>  --by <who>  --create (a job that has not run yet)
   resume <job>                Lift the pause      --reason <text>  --by <who>
   trigger <job>               Run it once now on one replica that schedules it
       --force (even while paused)  --by <who>
@@ -70,16 +75,17 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   doctor: ['probe', 'node'],
   slots: ['job', 'since'],
   prune: ['older-than'],
-  unlock: ['force'],
+  unlock: ['force', 'reason', 'by'],
+  forget: ['reason', 'by'],
   dashboard: ['port', 'host', 'read-only'],
-  pause: ['until', 'reason', 'by'],
+  pause: ['until', 'reason', 'by', 'create'],
   resume: ['reason', 'by'],
   trigger: ['force', 'by'],
   audit: ['limit'],
 };
 
 /** The commands that take a job name as their argument. */
-const JOB_COMMANDS = new Set(['unlock', 'pause', 'resume', 'trigger', 'audit']);
+const JOB_COMMANDS = new Set(['unlock', 'forget', 'pause', 'resume', 'trigger', 'audit']);
 
 export async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -107,11 +113,12 @@ export async function main(argv: string[]): Promise<number> {
         reason: { type: 'string' },
         by: { type: 'string' },
         probe: { type: 'boolean' },
+        create: { type: 'boolean' },
         node: { type: 'string', multiple: true },
       },
     });
   } catch (error) {
-    return fail((error as Error).message);
+    return fail(parseError(error as Error));
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
@@ -128,9 +135,14 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const allowed = COMMAND_OPTIONS[command];
-  if (allowed === undefined) return fail(`unknown command "${printable(command)}" (see cronguard --help)`);
+  if (allowed === undefined) {
+    return fail(`unknown command "${printable(command)}".${didYouMean(command, Object.keys(COMMAND_OPTIONS))} See cronguard --help`);
+  }
   const stray = Object.keys(values).find((key) => !['database', 'table-prefix', 'json'].includes(key) && !allowed.includes(key));
-  if (stray !== undefined) return fail(`${command} does not take --${stray}`);
+  if (stray !== undefined) {
+    const takes = allowed.length === 0 ? 'no option of its own' : allowed.map((option) => `--${option}`).join(', ');
+    return fail(`${command} does not take --${stray} (it takes ${takes}; see cronguard --help)`);
+  }
   const [job, extra] = rest;
   if (extra !== undefined || (job !== undefined && !JOB_COMMANDS.has(command)))
     return fail(`unexpected argument "${printable(extra ?? job ?? '')}"`);
@@ -160,13 +172,22 @@ export async function main(argv: string[]): Promise<number> {
     ...(values.reason === undefined ? {} : { reason: values.reason }),
     ...(values.by === undefined ? {} : { by: values.by }),
     ...(values.probe === undefined ? {} : { probe: values.probe }),
+    ...(values.create === undefined ? {} : { create: values.create }),
     ...(values.node === undefined ? {} : { nodes: values.node }),
   };
 
   // Only migrate creates a SQLite file: a mistyped path for a read would leave an empty database behind.
-  if (command !== 'migrate' && /^sqlite:/i.test(database)) {
+  if (/^sqlite:/i.test(database)) {
     const path = sqlitePath(database);
-    if (path !== ':memory:' && !existsSync(path)) return fail(`no SQLite database at ${path} (cronguard migrate creates it)`);
+    // migrate creates the file, never its directory: say so before it fails on a missing one.
+    if (path !== ':memory:' && !existsSync(dirname(resolve(path)))) {
+      return fail(
+        `no directory ${dirname(resolve(path))} for the SQLite database ${path}: create it first (cronguard migrate creates the file, not its directory)`,
+      );
+    }
+    if (command !== 'migrate' && path !== ':memory:' && !existsSync(path)) {
+      return fail(`no SQLite database at ${path} (cronguard migrate creates it)`);
+    }
   }
 
   let guard: Guard | undefined;
@@ -215,9 +236,26 @@ function run(guard: Guard, command: string, job: string | undefined, options: Co
       return triggerCommand(guard, job, options);
     case 'audit':
       return auditCommand(guard, job, options);
+    case 'forget':
+      return forgetCommand(guard, job, options);
     default:
       return unlockCommand(guard, job, options);
   }
+}
+
+/** Every flag `main` knows, for a "did you mean" after a mistyped one. */
+const FLAG_NAMES = ['database', 'table-prefix', 'json', 'help', 'version', ...new Set(Object.values(COMMAND_OPTIONS).flat())];
+
+/** node:util's parser error in our words: the flag, the nearest known one, and where the usage is. */
+function parseError(error: Error): string {
+  const unknown = /Unknown option '(-{1,2})([^']*)'/.exec(error.message);
+  if (unknown !== null) {
+    const flag = unknown[2] ?? '';
+    return `unknown option ${unknown[1] ?? '--'}${printable(flag)}.${didYouMean(flag, FLAG_NAMES, (v) => `--${v}`)} See cronguard --help`;
+  }
+  const missing = /Option '(-{1,2}[\w-]+)[^']*' argument missing/.exec(error.message);
+  if (missing !== null) return `${missing[1] ?? 'the option'} needs a value (see cronguard --help)`;
+  return error.message;
 }
 
 /** The command line's flag for each option of the API that a `TypeError` names. */

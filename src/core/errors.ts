@@ -40,6 +40,8 @@ export const GuardErrorCodes = {
   EXTEND_FAILED: 'EXTEND_FAILED',
   /** `guard.trigger` on a paused job without `force`: nothing was requested. */
   JOB_PAUSED: 'JOB_PAUSED',
+  /** `guard.forget` on a job whose lock is held now: nothing was deleted. */
+  JOB_LOCKED: 'JOB_LOCKED',
   /**
    * The reason of `ctx.signal` once the execution has ended (its job returned or threw, and its
    * lock is being or has been given back): for timers and promises the job left behind. Also what

@@ -30,6 +30,14 @@ export interface ResumeOptions {
   by?: string;
 }
 
+/** Options of `guard.unlock` and `guard.forget`. */
+export interface UnlockOptions {
+  /** Why, for the audit. @default none */
+  reason?: string;
+  /** Who frees the lock (or forgets the job), for the audit (a dashboard passes its user). @default the guard's `lockedBy` */
+  by?: string;
+}
+
 /** Options of `guard.trigger`. */
 export interface TriggerOptions {
   /** Runs it even while the job is paused (else a paused job's trigger is refused with `JOB_PAUSED`). @default false */
@@ -145,6 +153,12 @@ export class GuardControls {
     if (typeof force !== 'boolean')
       throw new TypeError(`Expected \`force\` of job ${JSON.stringify(job)} to be a boolean, got ${describeValue(force)}`);
     return this.#store.requestTrigger(job, this.#by(options.by, job), force);
+  }
+
+  /** The job name and the audit of an unlock or a forget, validated as a pause's are. */
+  auditOf(name: string, options: UnlockOptions): { job: string; audit: { by: string; reason: string | null } } {
+    const job = validateJobName(name);
+    return { job, audit: { by: this.#by(options.by, job), reason: optionalText(options.reason, 'reason', job) } };
   }
 
   async controls(name: string, options: { limit?: number } = {}): Promise<ControlRecord[]> {

@@ -16,7 +16,7 @@ export function dashboardSource(admin: Administration, operator: GuardControls):
     run: (id) => admin.run(id),
     history: (query) => admin.history(query),
     locks: () => admin.locks(),
-    unlock: (job) => admin.unlock(job),
+    unlock: async (job, by) => (await admin.unlock(job, { by, reason: null })) !== undefined,
     controls: {
       pause: (job, pause) => operator.pause(job, pause),
       resume: (job, resume) => operator.resume(job, resume),

@@ -5,8 +5,16 @@ import { pointInTime, type HistoryPage, type HistoryQuery } from '../admin/histo
 import type { LockRecord } from '../admin/locks.js';
 import type { DurationInput } from '../core/duration.js';
 import type { JobFunction } from '../core/execute.js';
-import { validateJobName, type ResolvedJob } from '../core/job-options.js';
-import { TRIGGER_WATCH, type GuardControls, type PauseOptions, type ResumeOptions, type TriggerOptions } from './guard-controls.js';
+import type { ResolvedJob } from '../core/job-options.js';
+import { GuardError } from '../core/errors.js';
+import {
+  TRIGGER_WATCH,
+  type GuardControls,
+  type PauseOptions,
+  type ResumeOptions,
+  type TriggerOptions,
+  type UnlockOptions,
+} from './guard-controls.js';
 
 /**
  * What a `Guard` offers operators beside its runs: the history, locks, unlock, doctor and prune
@@ -44,9 +52,32 @@ export class OperatedGuard {
    * Frees a job's lock by hand, for a lock left by a process that is gone. If that process is in
    * fact alive, its job and the next one can overlap. True when the lock was held.
    */
-  async unlock(name: string): Promise<boolean> {
-    const job = validateJobName(name);
-    return this.#admin.unlock(job);
+  async unlock(name: string, options: UnlockOptions = {}): Promise<boolean> {
+    const { job, audit } = this.#controls.auditOf(name, options);
+    // The audit (`guard.controls`) records who freed it, whose lock it was and which run.
+    return (await this.#admin.unlock(job, audit)) !== undefined;
+  }
+
+  /**
+   * Forgets a job no replica runs any more (a mistyped name's row, a retired job): deletes its lock
+   * row and its declared schedule, so that it leaves `locks`, `doctor`, `slots` and the dashboard;
+   * its history stays. Refused with `JOB_LOCKED` while its lock is held; false when the tables did
+   * not know it. A replica that still runs it brings it back at its next run or declaration.
+   */
+  async forget(name: string, options: UnlockOptions = {}): Promise<boolean> {
+    const { job, audit } = this.#controls.auditOf(name, options);
+    const outcome = await this.#admin.forget(job, audit);
+    if (outcome === 'held') {
+      throw new GuardError('JOB_LOCKED', `Job "${job}" holds its lock now: wait for its run to end (or unlock it) before forgetting it`, {
+        job,
+      });
+    }
+    return outcome === 'forgotten';
+  }
+
+  /** Every job the tables know (a lock row or a declared schedule), by name: for a "did you mean" and for listings. */
+  jobNames(): Promise<string[]> {
+    return this.#admin.jobNames();
   }
 
   /**

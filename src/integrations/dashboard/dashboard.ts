@@ -30,7 +30,8 @@ export interface DashboardSource {
   history(query: HistoryQuery | undefined): Promise<HistoryPage>;
   locks(): Promise<LockRecord[]>;
   /** `job` is a validated job name. */
-  unlock(job: string): Promise<boolean>;
+  /** Frees a held lock; `by` is the operator the audit records. */
+  unlock(job: string, by: string): Promise<boolean>;
   /** Pause, resume, trigger and the audit; without them the page has only unlock. */
   readonly controls?: DashboardControls;
 }
@@ -202,19 +203,20 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       throw new HttpError(400, 'The form names no valid job.');
     }
     let notice: string;
+    let by: string;
+    try {
+      by = operatorName(await settings.actor?.(req));
+    } catch {
+      throw new HttpError(500, "The dashboard's `actor` option failed to name the operator: nothing was changed.");
+    }
     if (path === '/job/unlock') {
       if (form.get('confirm') !== 'yes') throw new HttpError(400, 'Tick the box that says the process holding the lock is gone.');
-      notice = (await source.unlock(job)) ? 'unlocked' : 'not-held';
+      // The audit records who freed whose lock (guard.unlock).
+      notice = (await source.unlock(job, by)) ? 'unlocked' : 'not-held';
     } else {
       const controls = source.controls;
       const known = CONTROL_PATHS.find((candidate) => candidate === path);
       if (controls === undefined || known === undefined) throw new HttpError(404, 'No such control.');
-      let by: string;
-      try {
-        by = operatorName(await settings.actor?.(req));
-      } catch {
-        throw new HttpError(500, "The dashboard's `actor` option failed to name the operator: nothing was changed.");
-      }
       try {
         notice = await applyControl(controls, known, job, form, by);
       } catch (error) {

@@ -1,0 +1,45 @@
+/** Edit distance (insertions, deletions, substitutions, and swaps of two neighbours), for "did you mean". */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  const at = (i: number, j: number): number => rows[i]?.[j] ?? Number.POSITIVE_INFINITY;
+  for (let i = 1; i <= a.length; i += 1) {
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, at(i - 2, j - 2) + 1);
+      const row = rows[i];
+      if (row !== undefined) row[j] = best;
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/**
+ * The known names closest to `name`, nearest first, at most `limit`: those within a third of its
+ * length in edits (at least 2), or that contain it or that it contains.
+ */
+export function nearestNames(name: string, known: readonly string[], limit = 3): string[] {
+  const wanted = name.toLowerCase();
+  const within = Math.max(2, Math.floor(wanted.length / 3));
+  return known
+    .map((candidate) => {
+      const lower = candidate.toLowerCase();
+      const distance = editDistance(wanted, lower);
+      const related = wanted.length >= 3 && (lower.includes(wanted) || wanted.includes(lower));
+      return { candidate, distance, near: distance <= within || related };
+    })
+    .filter((entry) => entry.near && entry.candidate !== name)
+    .sort((a, b) => a.distance - b.distance || a.candidate.localeCompare(b.candidate))
+    .slice(0, limit)
+    .map((entry) => entry.candidate);
+}
+
+/** ` Did you mean "a" or "b"?`, or '' when nothing is near. */
+export function didYouMean(name: string, known: readonly string[], quote: (value: string) => string = (v) => `"${v}"`): string {
+  const near = nearestNames(name, known);
+  if (near.length === 0) return '';
+  const listed = near.map(quote);
+  return ` Did you mean ${listed.length === 1 ? listed[0] : `${listed.slice(0, -1).join(', ')} or ${listed.at(-1)}`}?`;
+}
