@@ -1,7 +1,16 @@
 import type pg from 'pg';
 
-/** How long the probe waits for its statements: a pooler with one server session makes the second client wait for ever. */
-const PROBE_TIMEOUT_MS = 5_000;
+/**
+ * How long the probe waits for its statements: a pooler whose server sessions are all taken makes
+ * the second client wait for ever. Long enough for a busy machine opening two connections.
+ */
+const PROBE_TIMEOUT_MS = 10_000;
+
+/** What the probe saw: pooled or not, and why, in words for a log line. */
+export interface TransactionPoolingProbe {
+  readonly pooled: boolean;
+  readonly reason: string;
+}
 
 /** The part of a node-postgres pool client the probe uses. */
 interface ProbeClient {
@@ -20,11 +29,16 @@ interface ProbeClient {
  * session pooling, each client keeps its own server session, so each keeps its pid and the two
  * differ. Through a transaction pooler a client's pid changes, or the two share one (PgBouncer
  * hands the session just released to the next statement). A second client that gets no answer
- * within 5 s waits for the only server session the pooler has: pooling too.
+ * within 10 s waits for a server session the pooler does not have free: pooling too.
  *
  * With a pool of one connection (`max: 1`) the probe has one client, whose pid must not change.
  */
 export async function detectTransactionPooling(pool: pg.Pool): Promise<boolean> {
+  return (await probeTransactionPooling(pool)).pooled;
+}
+
+/** `detectTransactionPooling`, saying why. */
+export async function probeTransactionPooling(pool: pg.Pool): Promise<TransactionPoolingProbe> {
   const clients: ProbeClient[] = [];
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => {
@@ -38,10 +52,10 @@ export async function detectTransactionPooling(pool: pg.Pool): Promise<boolean> 
     if (settled) client.release(true);
     else clients.push(client);
   };
-  const probe = async (): Promise<boolean> => {
+  const probe = async (): Promise<TransactionPoolingProbe> => {
     await checkOut();
     if ((pool.options.max ?? 10) >= 2) await checkOut();
-    if (settled) return true;
+    if (settled) return { pooled: true, reason: 'timeout' };
     const [a, b = a] = clients as [ProbeClient, ProbeClient?];
     const pid = async (client: ProbeClient): Promise<number> => {
       const row = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0];
@@ -53,18 +67,26 @@ export async function detectTransactionPooling(pool: pg.Pool): Promise<boolean> 
     for (const client of order) seen.push({ client, pid: await pid(client) });
     const pidsOf = (client: ProbeClient): Set<number> => new Set(seen.filter((s) => s.client === client).map((s) => s.pid));
     const ofA = pidsOf(a);
-    if (ofA.size !== 1) return true;
-    if (b === a) return false;
     const ofB = pidsOf(b);
-    return ofB.size !== 1 || [...ofA].some((pid) => ofB.has(pid));
+    const moved = { pooled: true, reason: "a connection's server process (pg_backend_pid()) changed between two statements" };
+    if (ofA.size !== 1 || ofB.size !== 1) return moved;
+    if (b !== a && [...ofA].some((pid) => ofB.has(pid))) {
+      return { pooled: true, reason: 'two connections held at once ran their statements in one server process' };
+    }
+    return { pooled: false, reason: 'each connection kept its own server process' };
   };
-  let outcome: boolean | 'timeout' | undefined;
+  let outcome: TransactionPoolingProbe | 'timeout' | undefined;
   const probing = probe();
   // Past the timeout its statements fail on the destroyed clients: nobody waits for that.
   probing.catch(() => undefined);
   try {
     outcome = await Promise.race([probing, timedOut]);
-    return outcome === 'timeout' ? true : outcome;
+    return outcome !== 'timeout'
+      ? outcome
+      : {
+          pooled: true,
+          reason: `a second connection got no answer within ${PROBE_TIMEOUT_MS / 1_000} s while the first was held (every server session of the pooler is taken)`,
+        };
   } finally {
     settled = true;
     clearTimeout(timer);

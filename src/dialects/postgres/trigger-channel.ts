@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { TableNames } from '../../core/dialect.js';
 import type { Logger } from '../../core/logger.js';
 import { loadDriver } from '../common/load-driver.js';
-import { detectTransactionPooling } from './transaction-pooling.js';
+import { probeTransactionPooling } from './transaction-pooling.js';
 
 /**
  * The NOTIFY channel of one guard's tables: a hash of the schema and the lock table, so that two
@@ -40,9 +40,10 @@ export async function listenPostgresTriggers(
   logger: Logger,
 ): Promise<(() => Promise<void>) | undefined> {
   if (native === undefined) return undefined;
-  if (await detectTransactionPooling(native)) {
+  const probe = await probeTransactionPooling(native);
+  if (probe.pooled) {
     logger.warn(
-      'PostgreSQL: the connections go through a transaction pooler (the server session changes between transactions), ' +
+      `PostgreSQL: the connections go through a transaction pooler (${probe.reason}), ` +
         'where LISTEN cannot hear notifications: "run now" requests are found by polling every controlPollInterval instead. ' +
         'That is fine: a triggered run starts within that interval rather than at once; nothing else changes.',
     );
