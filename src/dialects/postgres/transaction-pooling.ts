@@ -1,62 +1,96 @@
 import type pg from 'pg';
-import { loadDriver } from '../common/load-driver.js';
-
-/** How long the second client may wait for a server session before that wait itself says "pooled". */
-const SECOND_SESSION_WAIT_MS = 2_000;
 
 /**
- * Whether the pool's connections go through a pooler that hands each transaction a different
- * server session (PgBouncer in transaction or statement mode). Two clients checked out at once
- * read their server process (`pg_backend_pid()`) in autocommit statements, released in both
- * orders (a pooler may reuse its sessions last-in-first-out or in turn): on a direct connection,
- * or through a session-mode pooler, each client keeps its pid and the two differ; through
- * transaction pooling a client's pid changes, or two clients share one. A second client that
- * cannot get a session while the first holds one is pooling too (a pool of one server session).
+ * How long the probe waits for its statements: a pooler whose server sessions are all taken makes
+ * the second client wait for ever. Long enough for a busy machine opening two connections.
+ */
+const PROBE_TIMEOUT_MS = 10_000;
+
+/** What the probe saw: pooled or not, and why, in words for a log line. */
+export interface TransactionPoolingProbe {
+  readonly pooled: boolean;
+  readonly reason: string;
+}
+
+/** The part of a node-postgres pool client the probe uses. */
+interface ProbeClient {
+  query(text: string): Promise<{ rows: { pid: number }[] }>;
+  release(destroy?: boolean): void;
+}
+
+/**
+ * Whether `pool`'s connections go through a transaction pooler (PgBouncer in transaction or
+ * statement mode, a managed platform's pooler): a client's statements then run on whichever server
+ * session is free, so what lives in a session (LISTEN, a session advisory lock, `SET`, a named
+ * prepared statement below PgBouncer 1.21) does not last from one statement to the next.
+ *
+ * Two clients checked out of the pool at once each run `pg_backend_pid()` in autocommit
+ * statements, interleaved in both orders (a, b, a, b, b, a): straight to PostgreSQL, or through
+ * session pooling, each client keeps its own server session, so each keeps its pid and the two
+ * differ. Through a transaction pooler a client's pid changes, or the two share one (PgBouncer
+ * hands the session just released to the next statement). A second client that gets no answer
+ * within 10 s waits for a server session the pooler does not have free: pooling too.
+ *
+ * With a pool of one connection (`max: 1`) the probe has one client, whose pid must not change.
  */
 export async function detectTransactionPooling(pool: pg.Pool): Promise<boolean> {
-  // Two connections of their own, with the pool's settings: the pool's may all be busy, or one.
-  const { Client } = loadDriver('pg', 'a postgres:// database') as typeof pg;
-  const connect = async (): Promise<pg.Client> => {
-    const client = new Client(pool.options);
-    // A server that drops this connection must not crash the process through an unheard 'error'.
-    client.on('error', () => undefined);
-    await client.connect();
-    return client;
+  return (await probeTransactionPooling(pool)).pooled;
+}
+
+/** `detectTransactionPooling`, saying why. */
+export async function probeTransactionPooling(pool: pg.Pool): Promise<TransactionPoolingProbe> {
+  const clients: ProbeClient[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), PROBE_TIMEOUT_MS);
+    timer.unref();
+  });
+  let settled = false;
+  const checkOut = async (): Promise<void> => {
+    const client = (await pool.connect()) as unknown as ProbeClient;
+    // Checked out after the timeout: nobody else will hand it back.
+    if (settled) client.release(true);
+    else clients.push(client);
   };
-  const first = await connect();
-  try {
-    const second = await connect();
-    try {
-      const pid = async (client: pg.Client): Promise<number | 'waited'> => {
-        let timer: NodeJS.Timeout | undefined;
-        const waited = new Promise<'waited'>((resolve) => {
-          timer = setTimeout(() => resolve('waited'), SECOND_SESSION_WAIT_MS);
-        });
-        try {
-          // One autocommit statement: a transaction pooler gives it any free server session.
-          const read = client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid').then((result) => result.rows[0]?.pid ?? -1);
-          return await Promise.race([read, waited]);
-        } finally {
-          clearTimeout(timer);
-        }
-      };
-      const readings: Array<[number | 'waited', number | 'waited']> = [];
-      for (const order of [
-        [first, second],
-        [second, first],
-        [first, second],
-      ] as const) {
-        const a = await pid(order[0]);
-        const b = await pid(order[1]);
-        readings.push(order[0] === first ? [a, b] : [b, a]);
-      }
-      if (readings.some(([a, b]) => a === 'waited' || b === 'waited' || a === b)) return true;
-      const [firstPids, secondPids] = [new Set(readings.map(([a]) => a)), new Set(readings.map(([, b]) => b))];
-      return firstPids.size > 1 || secondPids.size > 1;
-    } finally {
-      await second.end().catch(() => undefined);
+  const probe = async (): Promise<TransactionPoolingProbe> => {
+    await checkOut();
+    if ((pool.options.max ?? 10) >= 2) await checkOut();
+    if (settled) return { pooled: true, reason: 'timeout' };
+    const [a, b = a] = clients as [ProbeClient, ProbeClient?];
+    const pid = async (client: ProbeClient): Promise<number> => {
+      const row = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0];
+      if (row === undefined) throw new Error('pg_backend_pid() returned no row');
+      return row.pid;
+    };
+    const order = [a, b, a, b, b, a];
+    const seen: { client: ProbeClient; pid: number }[] = [];
+    for (const client of order) seen.push({ client, pid: await pid(client) });
+    const pidsOf = (client: ProbeClient): Set<number> => new Set(seen.filter((s) => s.client === client).map((s) => s.pid));
+    const ofA = pidsOf(a);
+    const ofB = pidsOf(b);
+    const moved = { pooled: true, reason: "a connection's server process (pg_backend_pid()) changed between two statements" };
+    if (ofA.size !== 1 || ofB.size !== 1) return moved;
+    if (b !== a && [...ofA].some((pid) => ofB.has(pid))) {
+      return { pooled: true, reason: 'two connections held at once ran their statements in one server process' };
     }
+    return { pooled: false, reason: 'each connection kept its own server process' };
+  };
+  let outcome: TransactionPoolingProbe | 'timeout' | undefined;
+  const probing = probe();
+  // Past the timeout its statements fail on the destroyed clients: nobody waits for that.
+  probing.catch(() => undefined);
+  try {
+    outcome = await Promise.race([probing, timedOut]);
+    return outcome !== 'timeout'
+      ? outcome
+      : {
+          pooled: true,
+          reason: `a second connection got no answer within ${PROBE_TIMEOUT_MS / 1_000} s while the first was held (every server session of the pooler is taken)`,
+        };
   } finally {
-    await first.end().catch(() => undefined);
+    settled = true;
+    clearTimeout(timer);
+    // A client still waiting on the pooler is destroyed, not handed back mid-statement.
+    for (const client of clients) client.release(outcome === 'timeout');
   }
 }
