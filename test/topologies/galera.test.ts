@@ -4,9 +4,11 @@
 // `locked` skip and never an error; replicas that start together and all call migrate() succeed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
+import mysql from 'mysql2/promise';
 import { startWorker, type Worker } from '../support/processes.js';
 import { uniquePrefix } from '../support/dialects.js';
 import { withGuardOn } from '../support/guards.js';
+import { slotRace } from '../support/slot-race.js';
 import { startGaleraCluster, type GaleraCluster } from './support/galera.js';
 import {
   duplicatedAnywhere,
@@ -34,6 +36,23 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.stop();
 });
+
+/** Certification failures and brute-force aborts so far, summed over the running nodes: the conflicts between nodes. */
+async function certificationConflicts(): Promise<number> {
+  let sum = 0;
+  for (const node of cluster.nodes.filter((one) => one.running)) {
+    const connection = await mysql.createConnection({ host: '127.0.0.1', port: node.sqlPort, user: 'root' });
+    try {
+      const [rows] = await connection.query(
+        "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
+      );
+      for (const row of rows as { Value: string }[]) sum += Number(row.Value);
+    } finally {
+      await connection.end();
+    }
+  }
+  return sum;
+}
 
 /** The node processes still running, after the cluster had time to crash from what was done. */
 async function runningNodes(): Promise<number> {
@@ -69,6 +88,46 @@ describe.sequential(TOPOLOGY, () => {
       notes: [`${MIGRATE_ROUNDS * 3 - failures.length} of ${MIGRATE_ROUNDS * 3} migrate() calls succeeded`, `nodes running after: 3`],
     });
     expect(failures).toEqual([]);
+  });
+
+  it('2 processes per node race for each slot of one job, then of 4 jobs at once: a certification conflict is a lost race, never an error', async () => {
+    const prefix = uniquePrefix();
+    const urls = cluster.nodes.map((node) => node.url);
+    await withGuardOn(urls[0] ?? '', prefix, (guard) => guard.migrate());
+    const before = await certificationConflicts();
+    // One job: its first acquire creates the row (two nodes inserting one key: the loser's COMMIT
+    // fails certification), then the one-job take, and the take procedure's call of the guard that
+    // released the lock itself. Four jobs at once: the batched take (one probe, then the call).
+    const one = await slotRace(urls, prefix, ['galera-one'], { processes: 6, rounds: 20 });
+    const four = await slotRace(urls, prefix, ['galera-a', 'galera-b', 'galera-c', 'galera-d'], { processes: 6, rounds: 15 });
+    const conflicts = (await certificationConflicts()) - before;
+    recordTopologyFigure({
+      topology: TOPOLOGY,
+      scenario: '6 processes (2 per node) race for each slot, 20 rounds of 1 job, 15 of 4 jobs',
+      dialect: 'mysql',
+      seconds: 0,
+      replicas: 6,
+      slotsExpected: 20 + 15 * 4,
+      slotsRanOnce: 20 + 15 * 4 - one.unrun - four.unrun - one.duplicates - four.duplicates,
+      duplicated: one.duplicates + four.duplicates,
+      missed: one.unrun + four.unrun,
+      notes: [
+        `certification conflicts: ${conflicts}`,
+        `error skips: ${one.errorSkips + four.errorSkips}`,
+        `logged: ${one.logged.length + four.logged.length} lines`,
+      ],
+    });
+    for (const outcome of [one, four]) {
+      expect(outcome.duplicates).toBe(0);
+      expect(outcome.firstErrors).toEqual([]);
+      expect(outcome.errorSkips).toBe(0);
+      // Only the raced jobs' lines: each process first runs a job of its own to open its pool, which
+      // a start on an overloaded machine may log as slow.
+      expect(outcome.logged.filter((line) => !line.includes('"warm-up-'))).toEqual([]);
+      expect(outcome.unrun).toBe(0);
+    }
+    // The race went through the cluster's certification, not only through one node's row locks.
+    expect(conflicts).toBeGreaterThan(0);
   });
 
   it(`2 replicas per node × ${JOBS} every-second jobs for ${STEADY_MS / 1_000} s, then node 3 killed (SIGKILL): no slot twice, lost races no error`, async () => {
