@@ -1,8 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Migrator, type Kysely, type Migration } from 'kysely';
+import type { MigrationContext } from '../../migrations/context.js';
 import { baseMigrations, schemaMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
+import { withMigrationLease, withoutKyselyMigrationLock } from './migration-lease.js';
 import { withOwnTablesIntrospection } from './own-tables-introspection.js';
 import { appliedSchemaMigrations, readSchemaVersions, type SchemaVersions } from './schema-version.js';
 
@@ -22,10 +24,11 @@ const APPLIED_ELSEWHERE: Migration = { up: () => Promise.resolve() };
  * finds only what it knows), then 003 onwards in `<prefix>schema_migrations`. Returns the schema
  * versions after.
  *
- * Safe on many replicas at once: Kysely's migrator takes a lock (an advisory lock on PostgreSQL,
- * GET_LOCK on MySQL) and tolerates a concurrent creator of its own tables. Where the dialect has no
- * such lock (SQLite), a migration that lost a race with another process (`dialect.isMigrationRace`)
- * is retried; by then it finds the work done.
+ * Safe on many replicas at once, through a transaction pooler and on a multi-primary cluster: one
+ * at a time holds the migration lease (a row, migration-lease.ts; Kysely's own session lock is
+ * switched off), the others wait and then find the work done. A migration that still lost a race
+ * with another process (`dialect.isMigrationRace`: "already exists", a duplicate, a deadlock) is
+ * retried; by then it finds the work done.
  */
 export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<SchemaVersions> {
   const started = performance.now();
@@ -40,12 +43,33 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
       // its schema) failed it; on MySQL it reads every table of the database, seconds beside a few
       // hundred, while the other replicas wait on the migrator's lock. It is asked about these two
       // tables only, by a targeted read.
-      db: withOwnTablesIntrospection(db, dialect, schema, [table, lockTable]),
+      db: withoutKyselyMigrationLock(withOwnTablesIntrospection(db, dialect, schema, [table, lockTable])),
       provider: { getMigrations: () => Promise.resolve(migrations) },
       migrationTableName: table,
       migrationLockTableName: lockTable,
       ...(schema === undefined ? {} : { migrationTableSchema: schema }),
     });
+  try {
+    await withMigrationLease(db, dialect, context.tables, () => migrateAll(db, dialect, context, started, migrator));
+  } catch (error) {
+    throw error instanceof GuardError ? error : migrationFailed(error);
+  }
+  try {
+    return await readSchemaVersions(db, dialect, context.tables);
+  } catch (error) {
+    throw migrationFailed(error);
+  }
+}
+
+/** Both ledgers, then the routines: what one migrate() does while it holds the lease. */
+async function migrateAll(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  context: MigrationContext,
+  started: number,
+  migrator: (table: string, lockTable: string, migrations: Record<string, Migration>) => Migrator,
+): Promise<void> {
+  const { tables } = context;
   await migrateToLatest(dialect, started, () =>
     Promise.resolve(migrator(tables.migrations, tables.migrationLock, baseMigrations(context))),
   );
@@ -64,7 +88,6 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
     // The routines again (migration 006 creates them): where an earlier migrate() lacked the
     // privilege to create them, a later one by a user who has it does. One read when they exist.
     await dialect.createRoutines?.(db, context.tables);
-    return await readSchemaVersions(db, dialect, context.tables);
   } catch (error) {
     throw migrationFailed(error);
   }

@@ -1,4 +1,4 @@
-import type { Kysely, TableMetadata } from 'kysely';
+import type { Kysely, RawBuilder, TableMetadata } from 'kysely';
 import type { LockStore } from './lock-store.js';
 import type { Logger } from './logger.js';
 
@@ -24,6 +24,8 @@ export interface TableNames {
   readonly replicas: string;
   /** The jobs' declared schedules (migration 005): what the slot ledger expects. */
   readonly jobs: string;
+  /** One row: who migrates now and until when (admin/migration-lease.ts); created by `migrate()` itself. */
+  readonly migrationLease: string;
 }
 
 /** Column types the migrations use; the plain SQL files under migrations/sql spell the same. */
@@ -109,8 +111,13 @@ export interface Dialect<Native = unknown> {
    * lock_timeout, InnoDB's lock wait timeout): an acquire that waited too long, not a broken database.
    */
   isLockWaitTimeout(error: unknown): boolean;
-  /** True for a migration error that only means another process migrated at the same moment. */
+  /**
+   * True for a migration error that only means another process migrated at the same moment ("already
+   * exists", a duplicate column, key or ledger row, a deadlock): retried, it finds the work done.
+   */
   isMigrationRace(error: unknown): boolean;
+  /** The statements of the lease that lets one `migrate()` at a time run (admin/migration-lease.ts). */
+  readonly migrationLease: MigrationLeaseSql;
   /** Recognising a `database` value (a URL, a driver handle, a Kysely instance) as this dialect's. */
   readonly handles: DialectHandles<Native>;
   /**
@@ -166,6 +173,24 @@ export interface DialectHandles<Native> {
    * pass instead (a pg `Client`: pass a `Pool`), for the `TypeError`; undefined for anything else.
    */
   describeWrongHandle(value: object): string | undefined;
+}
+
+/**
+ * The migration lease's statements (dialects/<name>/migration-lease.ts): one row in
+ * `tables.migrationLease`, whose `holder` is the random token of the `migrate()` that holds it until
+ * `expires_at` (the database's clock). Every statement is one autocommit statement: no session
+ * state, so they work through a transaction pooler, and a row replicates (Galera) where a session
+ * lock (GET_LOCK, pg_advisory_lock) holds on one server only.
+ */
+export interface MigrationLeaseSql {
+  /** Creates the table and its one row, unless they exist; repeatable, and retried when racing. */
+  create(tables: TableNames): readonly RawBuilder<unknown>[];
+  /** Takes the lease for `token` until `ttlMs` from now if nobody holds it or its holder's lease expired: 1 affected row when taken, 0 when not. */
+  take(tables: TableNames, token: string, ttlMs: number): RawBuilder<unknown>;
+  /** Moves the expiry of `token`'s lease to `ttlMs` from now: 0 affected rows when it lost the lease. */
+  renew(tables: TableNames, token: string, ttlMs: number): RawBuilder<unknown>;
+  /** Gives the lease back if `token` still holds it. */
+  release(tables: TableNames, token: string): RawBuilder<unknown>;
 }
 
 /** How a guard's lock statements are sent, and what they write. */

@@ -38,5 +38,6 @@ function namesFor(schema: string | undefined, prefix: string): TableNames {
     schemaMigrations: `${prefix}schema_migrations`,
     schemaMigrationLock: `${prefix}schema_migrations_lock`,
     replicas: `${prefix}replicas`,
+    migrationLease: `${prefix}migration_lease`,
   };
 }

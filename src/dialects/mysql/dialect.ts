@@ -4,7 +4,8 @@ import { openMysql } from './connection.js';
 import { mysqlHandles } from './handle.js';
 import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
-import { isMysqlLockWaitTimeout, isMysqlMissingTable } from './driver-errors.js';
+import { isMysqlLockWaitTimeout, isMysqlMigrationRace, isMysqlMissingTable } from './driver-errors.js';
+import { mysqlMigrationLease } from './migration-lease.js';
 import { createMysqlTakeProcedure } from './take-procedure.js';
 import { mysqlFindTables, mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
@@ -21,8 +22,8 @@ export const mysqlDialect: Dialect<mysql2.Pool> = {
   createLockStore: createMysqlLockStore,
   isMissingTable: isMysqlMissingTable,
   isLockWaitTimeout: isMysqlLockWaitTimeout,
-  // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
-  isMigrationRace: () => false,
+  isMigrationRace: isMysqlMigrationRace,
+  migrationLease: mysqlMigrationLease,
   handles: mysqlHandles,
   open: openMysql,
 };

@@ -9,3 +9,15 @@ export function isMysqlLockWaitTimeout(error: unknown): boolean {
 export function isMysqlMissingTable(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { errno?: unknown }).errno === 1146;
 }
+
+/**
+ * ER_TABLE_EXISTS_ERROR (1050), ER_DUP_FIELDNAME (1060), ER_DUP_KEYNAME (1061), ER_DUP_ENTRY (1062,
+ * a ledger row another process recorded) and ER_LOCK_DEADLOCK (1213, also Galera's certification
+ * failure): an error that only means another `migrate()` did the same work at the same moment.
+ * Retried, the migration finds the work done.
+ */
+export function isMysqlMigrationRace(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { errno } = error as { errno?: unknown };
+  return errno === 1050 || errno === 1060 || errno === 1061 || errno === 1062 || errno === 1213;
+}

@@ -4,7 +4,8 @@ import { openPostgres } from './connection.js';
 import { postgresHandles } from './handle.js';
 import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
-import { isPostgresLockWaitTimeout, isPostgresMissingTable } from './driver-errors.js';
+import { isPostgresLockWaitTimeout, isPostgresMigrationRace, isPostgresMissingTable } from './driver-errors.js';
+import { postgresMigrationLease } from './migration-lease.js';
 import { postgresColumnTypes, postgresCurrentSchema, postgresFindTables } from './schema.js';
 import { listenPostgresTriggers, notifyPostgresTrigger } from './trigger-channel.js';
 
@@ -20,8 +21,8 @@ export const postgresDialect: Dialect<pg.Pool> = {
   createLockStore: createPostgresLockStore,
   isMissingTable: isPostgresMissingTable,
   isLockWaitTimeout: isPostgresLockWaitTimeout,
-  // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
-  isMigrationRace: () => false,
+  isMigrationRace: isPostgresMigrationRace,
+  migrationLease: postgresMigrationLease,
   handles: postgresHandles,
   open: openPostgres,
   notifyTrigger: notifyPostgresTrigger,

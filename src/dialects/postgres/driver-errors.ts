@@ -18,3 +18,19 @@ export function isPostgresMissingTable(error: unknown): boolean {
 export function isPostgresSerializationFailure(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '40001';
 }
+
+/** A catalog whose unique index two concurrent CREATEs of one name both write. */
+const CATALOG_INDEX = /^pg_(type|class|namespace)_/;
+
+/**
+ * An error that only means another `migrate()` did the same work at the same moment: duplicate_table
+ * (42P07), duplicate_column (42701), a unique violation (23505) on a system catalog (two CREATE
+ * TABLE IF NOT EXISTS racing both insert their row type into pg_type), or a deadlock (40P01).
+ * Retried, the migration finds the work done.
+ */
+export function isPostgresMigrationRace(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  if (code === '42P07' || code === '42701' || code === '40P01') return true;
+  return code === '23505' && typeof constraint === 'string' && CATALOG_INDEX.test(constraint);
+}

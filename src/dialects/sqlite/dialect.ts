@@ -5,6 +5,7 @@ import type { LazySqliteDatabase } from './statement-runner.js';
 import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
 import { isSqliteMigrationRace, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
+import { sqliteMigrationLease } from './migration-lease.js';
 import { sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 
 export const sqliteDialect: Dialect<LazySqliteDatabase> = {
@@ -18,6 +19,7 @@ export const sqliteDialect: Dialect<LazySqliteDatabase> = {
   isMissingTable: isSqliteMissingTable,
   isLockWaitTimeout: isSqliteLockWaitTimeout,
   isMigrationRace: isSqliteMigrationRace,
+  migrationLease: sqliteMigrationLease,
   handles: sqliteHandles,
   open: openSqlite,
 };
