@@ -14,6 +14,7 @@ import {
   duplicatedAnywhere,
   firstSlotRunFrom,
   loggedBetween,
+  resumedPerJob,
   summarizeLogs,
   tallySlots,
   type TopologyReplicaMessage,
@@ -167,6 +168,14 @@ describe.sequential(TOPOLOGY, () => {
     const afterKill = tallySlots(survivors, JOBS, killedAt, afterTo);
     const killLogged = loggedBetween(survivors, killedAt, afterTo);
     const resumedAt = firstSlotRunFrom(survivors, killedAt + 1_000);
+    // Per job: a job whose last run before the kill was on node 3 (replicas 4 and 5) may have its
+    // lock held until lockAtMostFor (10 s): its release never reached the cluster.
+    const perJob = resumedPerJob(all, survivors, JOBS, killedAt).map(
+      ({ job, lastHolder, resumedAfterMs }) =>
+        `${job} (last run before on node ${lastHolder === undefined ? '?' : Math.floor(lastHolder / 2) + 1}) ran again after ${
+          resumedAfterMs === undefined ? '-' : (resumedAfterMs / 1_000).toFixed(1)
+        } s`,
+    );
     const failedSkipsOf = (replicas: readonly Worker<TopologyReplicaMessage>[]): number =>
       loggedBetween(replicas, killedAt, afterTo).failedSkips.length;
     recordTopologyFigure({
@@ -198,12 +207,13 @@ describe.sequential(TOPOLOGY, () => {
         `node evicted after ${(evictedAfterMs / 1_000).toFixed(1)} s`,
         `first slot run after the kill: ${resumedAt === undefined ? 'none' : `${((resumedAt - killedAt) / 1_000).toFixed(1)} s`}`,
         `failed skips: ${failedSkipsOf(defaults)} with acquireTimeout 5 s, ${failedSkipsOf(patient)} with 15 s`,
+        ...perJob,
         ...summarizeLogs(killLogged.logs),
       ],
     });
     process.stderr.write(
       `cronguard galera: steady ${JSON.stringify(steady)} logged ${JSON.stringify(summarizeLogs(steadyLogged.logs))}\n` +
-        `after kill ${JSON.stringify(afterKill)} evicted ${evictedAfterMs} ms resumed ${resumedAt === undefined ? '-' : resumedAt - killedAt} ms ` +
+        `after kill ${JSON.stringify(afterKill)} ${JSON.stringify(perJob)} evicted ${evictedAfterMs} ms resumed ${resumedAt === undefined ? '-' : resumedAt - killedAt} ms ` +
         `logged ${JSON.stringify(summarizeLogs(killLogged.logs))}\n`,
     );
 

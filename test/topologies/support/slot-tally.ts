@@ -88,3 +88,29 @@ export function summarizeLogs(logs: readonly { level: string; message: string }[
   }
   return [...counts].map(([key, count]) => `${count}× ${key}`);
 }
+
+/**
+ * For each of `jobs` jobs: seconds from `fromMs` to the first slot after it that some replica of
+ * `after` started, and which replica (index in `before`) started the job's last slot before `fromMs`.
+ */
+export function resumedPerJob(
+  before: readonly Worker<TopologyReplicaMessage>[],
+  after: readonly Worker<TopologyReplicaMessage>[],
+  jobs: number,
+  fromMs: number,
+): { job: string; lastHolder: number | undefined; resumedAfterMs: number | undefined }[] {
+  const startsOf = (replica: Worker<TopologyReplicaMessage>, job: string): number[] =>
+    replica.received.flatMap((m) => (m.type === 'started' && m.job === job ? [Date.parse(m.slot)] : []));
+  return Array.from({ length: jobs }, (_, i) => {
+    const job = `job-${i + 1}`;
+    let lastHolder: number | undefined;
+    let lastSlot = Number.NEGATIVE_INFINITY;
+    for (const [index, replica] of before.entries()) {
+      for (const slot of startsOf(replica, job)) {
+        if (slot < fromMs && slot > lastSlot) [lastSlot, lastHolder] = [slot, index];
+      }
+    }
+    const next = after.flatMap((replica) => startsOf(replica, job)).filter((slot) => slot > fromMs);
+    return { job, lastHolder, resumedAfterMs: next.length === 0 ? undefined : Math.min(...next) - fromMs };
+  });
+}
