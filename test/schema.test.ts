@@ -149,8 +149,8 @@ describe.each(dialectTargets().filter((target) => target.name === 'postgres'))('
         `SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ?`,
         [`${prefix}%`],
       );
-      // locks, runs, replicas, controls, jobs, and the two ledgers' two tables each.
-      expect(Number(row?.n)).toBe(9);
+      // locks, runs, replicas, controls, jobs, the two ledgers' two tables each, and the migration lease.
+      expect(Number(row?.n)).toBe(10);
     } finally {
       await raw.exec(`DROP SCHEMA ${other} CASCADE`);
       await raw.close();

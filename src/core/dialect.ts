@@ -134,13 +134,15 @@ export interface Dialect<Native = unknown> {
   /**
    * Listens for `notifyTrigger` on a connection of its own, taken from the driver's pool
    * (`native`); resolves with a function that stops listening, or undefined when it cannot listen
-   * (no pool of the guard's). `lost` is called once if the connection drops.
+   * (no pool of the guard's, or connections that cannot hold a LISTEN: a transaction pooler, said
+   * once on `logger`). `lost` is called once if the connection drops.
    */
   listenForTriggers?(
     native: Native | undefined,
     tables: TableNames,
     onRequest: () => void,
     lost: (error: unknown) => void,
+    logger: Logger,
   ): Promise<(() => Promise<void>) | undefined>;
 }
 

@@ -107,7 +107,7 @@ export class GuardControls {
         ? {}
         : {
             listen: (wake: () => void, lost: (error: unknown) => void) =>
-              dialect.listenForTriggers?.(native, tables, wake, lost) ?? Promise.resolve(undefined),
+              dialect.listenForTriggers?.(native, tables, wake, lost, parts.logger) ?? Promise.resolve(undefined),
           }),
     });
   }

@@ -40,7 +40,12 @@ export interface GuardOptions {
   acquireTimeout?: DurationInput;
   /** Reports spans and metrics to OpenTelemetry when `@opentelemetry/api` is installed. @default true */
   telemetry?: boolean;
-  /** PostgreSQL: send the lock statements as named prepared statements (turn off behind PgBouncer < 1.21 in transaction mode). @default true */
+  /**
+   * PostgreSQL: send the lock statements as named prepared statements. Behind a transaction pooler
+   * that cannot keep them (PgBouncer below 1.21 in transaction mode) the first one fails before it
+   * runs (42P05 or 26000), and the guard sends unnamed statements from then on: no need to turn
+   * this off there. @default true
+   */
   preparedStatements?: boolean;
   /**
    * How often a replica looks for "run now" requests (`guard.trigger`) for the jobs it schedules

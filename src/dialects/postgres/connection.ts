@@ -39,20 +39,62 @@ export function openPostgres(url: string, { logger }: OpenSettings): { db: Kysel
   return { db, native: pool, close };
 }
 
+/** A backend as the protocol's cancel request names it: its process id and secret key (BackendKeyData). */
+export interface BackendKey {
+  readonly processID: number;
+  readonly secretKey: number;
+}
+
+/** The part of node-postgres's Connection a cancel request uses (not in its type declarations). */
+interface CancelConnection {
+  connect(port: number, host: string | undefined): void;
+  connect(path: string): void;
+  requestSsl(): void;
+  cancel(processID: number, secretKey: number): void;
+  on(event: 'connect' | 'sslconnect' | 'end', listener: () => void): unknown;
+  on(event: 'error', listener: (error: unknown) => void): unknown;
+  readonly stream: { destroy(): void };
+}
+
+/** How long one cancel request may take: the server answers it by closing the connection. */
+const CANCEL_TIMEOUT_MS = 5_000;
+
 /**
- * Cancels the statements the server processes `pids` are running (each rolls back), over a
- * connection of its own: the pool's may all be taken by the very statements to cancel. A role may
- * cancel its own sessions' statements (pg_cancel_backend); the connection's user is the pool's.
+ * Cancels the statements running on the connections `keys` name (each rolls back), by the
+ * protocol's cancel request: a new connection to the same host and port that sends the backend's
+ * process id and secret key, and which the server closes. Not `pg_cancel_backend(pid)`: behind
+ * PgBouncer the process id and key the client holds are PgBouncer's, which forwards the request to
+ * the server session running that client's statement now, whereas a pid in SQL names no server
+ * process there. It also needs no free connection of the pool's (they may all be taken by the very
+ * statements to cancel) and no privilege.
  */
-export async function cancelPostgresBackends(pool: pg.Pool, pids: number[]): Promise<void> {
+export async function cancelPostgresStatements(pool: pg.Pool, keys: readonly BackendKey[]): Promise<void> {
   const { Client } = loadDriver('pg', 'a postgres:// database') as typeof pg;
-  const client = new Client(pool.options);
-  // A server that drops this connection must not crash the process through an unheard 'error'.
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    await client.query('SELECT pg_cancel_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
-  } finally {
-    await client.end();
-  }
+  await Promise.all(
+    keys.map(async ({ processID, secretKey }) => {
+      // A Client parses the pool's settings (connectionString, host, port, ssl) as the pool's own
+      // connections do; only its unopened Connection is used, to send the request.
+      const settings = new Client(pool.options) as unknown as { host: string; port: number; ssl: unknown; connection: CancelConnection };
+      const connection = settings.connection;
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          connection.stream.destroy();
+          reject(new Error(`the cancel request got no answer within ${CANCEL_TIMEOUT_MS} ms`));
+        }, CANCEL_TIMEOUT_MS);
+        const done = (error?: unknown): void => {
+          clearTimeout(timer);
+          if (error === undefined) resolve();
+          else reject(error instanceof Error ? error : new Error(String(error)));
+        };
+        const send = (): void => connection.cancel(processID, secretKey);
+        // As node-postgres connects: TLS first when the pool uses it, then the request.
+        connection.on('connect', () => (settings.ssl ? connection.requestSsl() : send()));
+        connection.on('sslconnect', send);
+        connection.on('end', () => done());
+        connection.on('error', (error) => done(error));
+        if (settings.host.startsWith('/')) connection.connect(`${settings.host}/.s.PGSQL.${settings.port}`);
+        else connection.connect(settings.port, settings.host);
+      });
+    }),
+  );
 }

@@ -12,7 +12,10 @@ export const postgresMigrationLease: MigrationLeaseSql = {
   // IF NOT EXISTS: several replicas create it at once; two CREATEs racing can still fail with a
   // duplicate pg_type row (23505) or 42P07, which isMigrationRace retries. No seed row: the take
   // inserts it.
+  // The schema of a `schema.prefix` first (Kysely's migrator creates it too, but later); racing
+  // creators fail on pg_namespace's unique index (23505), retried.
   create: (tables) => [
+    ...(tables.schema === undefined ? [] : [sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(tables.schema)}`]),
     sql`CREATE TABLE IF NOT EXISTS ${table(tables)} (
       id integer PRIMARY KEY,
       holder varchar(36),

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type pg from 'pg';
-import { cancelPostgresBackends } from './connection.js';
+import { cancelPostgresStatements, type BackendKey } from './connection.js';
 
 /** How a lock statement runs. */
 export interface StatementRunner {
@@ -13,10 +13,18 @@ export interface StatementRunner {
   readonly cancelAcquires: (() => Promise<void>) | undefined;
 }
 
+/** A statement as node-postgres takes it: named (prepared once per connection) or unnamed. */
+interface StatementConfig {
+  name?: string;
+  text: string;
+  values: unknown[];
+}
+
 /** The part of a node-postgres pool client this runner uses. */
 interface PoolClient {
   readonly processID?: number | null;
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  readonly secretKey?: number | null;
+  query(config: StatementConfig): Promise<{ rows: unknown[] }>;
   release(destroy?: boolean | Error): void;
   on(event: 'error', listener: () => void): unknown;
   removeListener(event: 'error', listener: () => void): unknown;
@@ -26,7 +34,11 @@ interface PoolClient {
  * Runs the lock statements. Through node-postgres's own pool when the guard has it, as named
  * prepared statements: each connection parses and plans a statement once, and then only binds and
  * executes it (the acquire is a five-part statement whose planning would otherwise dominate a
- * losing attempt). Through Kysely otherwise (a Kysely instance passed in), which cannot cancel.
+ * losing attempt). Behind a pooler in transaction mode (PgBouncer below 1.21, or without
+ * max_prepared_statements) named statements cannot work: the client's connections share server
+ * sessions, so a statement is found already prepared (42P05) or missing (26000). The first such
+ * error switches the runner to unnamed statements for good (`isNamedStatementLost`). Through
+ * Kysely otherwise (a Kysely instance passed in), unnamed, which cannot cancel.
  */
 export function statementRunner(db: Kysely<unknown>, pool: pg.Pool | undefined): StatementRunner {
   if (pool !== undefined) return poolRunner(pool);
@@ -36,9 +48,21 @@ export function statementRunner(db: Kysely<unknown>, pool: pg.Pool | undefined):
   };
 }
 
+/**
+ * duplicate_prepared_statement (42P05) and invalid_sql_statement_name (26000): a named statement met
+ * a server session that already had it or never had it, which happens only when the connection's
+ * statements move between server sessions (a transaction pooler).
+ */
+function isNamedStatementLost(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '42P05' || code === '26000';
+}
+
 function poolRunner(pool: pg.Pool): StatementRunner {
   const names = new Map<string, string>();
-  const statement = (text: string, values: unknown[]): { name: string; text: string; values: unknown[] } => {
+  let unnamed = false;
+  const statement = (text: string, values: unknown[]): StatementConfig => {
+    if (unnamed) return { text, values };
     let name = names.get(text);
     if (name === undefined) {
       name = `cronguard_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
@@ -46,12 +70,26 @@ function poolRunner(pool: pg.Pool): StatementRunner {
     }
     return { name, text, values };
   };
-  // The server processes running an acquire's statement now, by their pid: what cancelAcquires cuts.
-  const running = new Set<number>();
+  // Sends one statement, named until a pooler is detected. The retry is safe: both errors come
+  // from Parse (the name exists on that server session) or Bind (it does not), before anything of
+  // the statement executed, so the retried statement is its first execution. Retried once: the
+  // unnamed statement cannot meet either error.
+  const send = async (target: { query(config: StatementConfig): Promise<{ rows: unknown[] }> }, text: string, values: unknown[]) => {
+    try {
+      return (await target.query(statement(text, values))).rows;
+    } catch (error) {
+      if (unnamed || !isNamedStatementLost(error)) throw error;
+      unnamed = true;
+      return (await target.query(statement(text, values))).rows;
+    }
+  };
+  // The connections running an acquire's statement now, by the key a cancel request names them
+  // with: what cancelAcquires cuts.
+  const running = new Set<BackendKey>();
   let cancelling = false;
   return {
     async query<Row>(text: string, values: unknown[], options?: { cancellable: boolean }): Promise<Row[]> {
-      if (options?.cancellable !== true) return (await pool.query(statement(text, values))).rows as Row[];
+      if (options?.cancellable !== true) return (await send(pool as unknown as PoolClient, text, values)) as Row[];
       // Once the acquires are being cancelled (shutdown), none starts: it would not be cut.
       if (cancelling) throw new Error('The guard is shutting down: its acquires are cancelled');
       // pool.query's own steps (check out, query, release), with the client in hand for its pid:
@@ -62,16 +100,17 @@ function poolRunner(pool: pg.Pool): StatementRunner {
       // user's, without our 'connect' listener). The statement itself rejects and says why.
       const ignoreError = (): void => undefined;
       client.on('error', ignoreError);
-      const pid = typeof client.processID === 'number' ? client.processID : undefined;
-      if (pid !== undefined) running.add(pid);
+      const { processID, secretKey } = client;
+      const key = typeof processID === 'number' && typeof secretKey === 'number' ? { processID, secretKey } : undefined;
+      if (key !== undefined) running.add(key);
       let failure: Error | undefined;
       try {
-        return (await client.query(statement(text, values))).rows as Row[];
+        return (await send(client, text, values)) as Row[];
       } catch (error) {
         failure = error as Error;
         throw error;
       } finally {
-        if (pid !== undefined) running.delete(pid);
+        if (key !== undefined) running.delete(key);
         // As pool.query does, a client whose statement failed is not reused. Nor is one that a
         // cancel may still be on its way to: it would cut whatever that connection ran next.
         client.removeListener('error', ignoreError);
@@ -80,7 +119,7 @@ function poolRunner(pool: pg.Pool): StatementRunner {
     },
     async cancelAcquires() {
       cancelling = true;
-      if (running.size > 0) await cancelPostgresBackends(pool, [...running]);
+      if (running.size > 0) await cancelPostgresStatements(pool, [...running]);
     },
   };
 }

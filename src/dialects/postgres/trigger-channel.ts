@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { TableNames } from '../../core/dialect.js';
+import type { Logger } from '../../core/logger.js';
 import { loadDriver } from '../common/load-driver.js';
+import { detectTransactionPooling } from './transaction-pooling.js';
 
 /**
  * The NOTIFY channel of one guard's tables: a hash of the schema and the lock table, so that two
@@ -25,15 +27,27 @@ export async function notifyPostgresTrigger(db: Kysely<unknown>, tables: TableNa
 /**
  * LISTEN on a connection of its own (not one of the pool's: it stays open for the guard's life),
  * with the pool's settings. Undefined without a pool of the guard's (a Kysely instance passed in):
- * the replicas then find requests by polling only.
+ * the replicas then find requests by polling only. Undefined too behind a transaction pooler
+ * (`detectTransactionPooling`), said once: there a LISTEN lands on a server session the client
+ * does not keep, so it hears nothing, and each notification made PgBouncer drop that server
+ * connection ("got packet 'A' from server when not linked").
  */
 export async function listenPostgresTriggers(
   native: pg.Pool | undefined,
   tables: TableNames,
   onRequest: () => void,
   lost: (error: unknown) => void,
+  logger: Logger,
 ): Promise<(() => Promise<void>) | undefined> {
   if (native === undefined) return undefined;
+  if (await detectTransactionPooling(native)) {
+    logger.warn(
+      'PostgreSQL: the connections go through a transaction pooler (the server session changes between transactions), ' +
+        'where LISTEN cannot hear notifications: "run now" requests are found by polling every controlPollInterval instead. ' +
+        'That is fine: a triggered run starts within that interval rather than at once; nothing else changes.',
+    );
+    return undefined;
+  }
   const { Client } = loadDriver('pg', 'a postgres:// database') as typeof pg;
   const client = new Client(native.options);
   let closing = false;

@@ -148,7 +148,7 @@ async function untilConnects(url: string, child: ChildProcess, output: () => str
       return;
     } catch (error) {
       if (Date.now() > deadline) {
-        throw new Error(`pgbouncer did not answer within ${START_TIMEOUT_MS} ms: ${String(error)}\n${output()}`);
+        throw new Error(`pgbouncer did not answer within ${START_TIMEOUT_MS} ms: ${String(error)}\n${output()}`, { cause: error });
       }
       await sleep(100);
     } finally {
