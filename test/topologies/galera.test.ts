@@ -132,6 +132,23 @@ describe.sequential(TOPOLOGY, () => {
     expect(conflicts).toBeGreaterThan(0);
   });
 
+  it('3 processes, one per node, declare the same 50 schedules at the same instant, 10 rounds: no warning (a certification conflict is declared again)', async () => {
+    const prefix = uniquePrefix();
+    await withGuardOn(cluster.nodes[0]?.url ?? '', prefix, (guard) => guard.migrate());
+    const before = await certificationConflicts();
+    const workers = cluster.nodes.map((node, index) =>
+      startWorker<{ type: string; warnings?: string[] }>('declare-worker.ts', [node.url, prefix, '50', '10', String(index)]),
+    );
+    await Promise.all(workers.map((worker) => worker.next('ready')));
+    const startAt = Date.now() + 500;
+    for (const worker of workers) worker.send({ startAt });
+    const reports = await Promise.all(workers.map((worker) => worker.next<{ type: string; warnings: string[] }>('done')));
+    const conflicts = (await certificationConflicts()) - before;
+    process.stderr.write(`cronguard galera: declarations: ${conflicts} certification conflicts\n`);
+    expect(reports.map((report) => report.warnings)).toEqual([[], [], []]);
+    expect(conflicts).toBeGreaterThan(0);
+  });
+
   it(`2 replicas per node × ${JOBS} every-second jobs for ${STEADY_MS / 1_000} s, then node 3 killed (SIGKILL): no slot twice, lost races no error`, async () => {
     const prefix = uniquePrefix();
     const [node1, node2, node3] = cluster.nodes as [GaleraCluster['nodes'][0], GaleraCluster['nodes'][0], GaleraCluster['nodes'][0]];
