@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
@@ -41,6 +42,10 @@ interface ScheduleRow {
  * server's limit on the values of one statement (SQLite's 32,766; 65,535 on the others).
  */
 export const DECLARE_ROWS_PER_STATEMENT = 500;
+
+/** Attempts of one declaring statement, and the most a retry waits before it (a random part of it). */
+const DECLARE_ATTEMPTS = 4;
+const DECLARE_RETRY_MAX_WAIT_MS = 250;
 
 /** The jobs table of one guard: declaring schedules (an upsert) and reading them. Not a hot path. */
 export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
@@ -94,6 +99,27 @@ export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, table
         catch_up_ms = excluded.catch_up_ms, declared_by = excluded.declared_by, declared_at = excluded.declared_at`;
   }
 
+  /**
+   * `attempt`, made again after a failure that is not a missing table, up to DECLARE_ATTEMPTS times.
+   * Replicas that start together declare the same rows at the same instant: in name order InnoDB
+   * never deadlocks them on one server, but on Galera each node takes its rows locally and the
+   * cluster's certification rolls back all but the first writer of a row at COMMIT, with a deadlock
+   * error (1213). The upsert is idempotent and was rolled back: sent again after a random wait (so
+   * that the replicas do not collide again), it declares. A missing table is not retried: the
+   * caller says to migrate.
+   */
+  async function declaredAgainIfRolledBack(attempt: () => Promise<unknown>): Promise<void> {
+    for (let made = 1; ; made += 1) {
+      try {
+        await attempt();
+        return;
+      } catch (error) {
+        if (dialect.isMissingTable(error) || made >= DECLARE_ATTEMPTS) throw error;
+        await sleep(Math.random() * DECLARE_RETRY_MAX_WAIT_MS);
+      }
+    }
+  }
+
   return {
     /**
      * Declares schedules: one statement for up to DECLARE_ROWS_PER_STATEMENT of them, so that a
@@ -106,7 +132,8 @@ export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, table
       const byName = new Map(schedules.map((schedule) => [schedule.name, schedule]));
       const sorted = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       for (let from = 0; from < sorted.length; from += DECLARE_ROWS_PER_STATEMENT) {
-        await upsert(sorted.slice(from, from + DECLARE_ROWS_PER_STATEMENT), declaredBy).execute(db);
+        const upserting = upsert(sorted.slice(from, from + DECLARE_ROWS_PER_STATEMENT), declaredBy);
+        await declaredAgainIfRolledBack(() => upserting.execute(db));
       }
     },
     /** Every declared schedule, or one job's. */

@@ -240,8 +240,10 @@ export class SlotWatch {
           this.#declareFailed = true;
           const names = declared.slice(0, 3).map(({ name }) => `"${name}"`);
           const more = declared.length > 3 ? ` and ${declared.length - 3} more` : '';
+          // The migrate hint only where the jobs table is missing (a guard not migrated to 005).
+          const hint = this.#parts.dialect.isMissingTable(error) ? ' (run `cronguard migrate`?)' : '';
           logger.warn(
-            `Declaring the schedule of ${declared.length === 1 ? 'job' : 'jobs'} ${names.join(', ')}${more} for the slot ledger failed (run \`cronguard migrate\`?): ${messageOf(error)}`,
+            `Declaring the schedule of ${declared.length === 1 ? 'job' : 'jobs'} ${names.join(', ')}${more} for the slot ledger failed${hint}: ${messageOf(error)}`,
           );
         },
       ),

@@ -28,16 +28,18 @@ export interface SlotRaceOutcome {
 /**
  * `processes` OS processes run every job in `names` for the same slot, at the same instant, for
  * each of `rounds` rounds; a round starts once every process finished the previous one. On `url`
- * (tables of `prefix`, migrated beforehand).
+ * (tables of `prefix`, migrated beforehand), or process i on `url[i % url.length]` (the nodes of a
+ * cluster).
  */
 export async function slotRace(
-  url: string,
+  url: string | readonly string[],
   prefix: string,
   names: readonly string[],
   { processes = 4, rounds = 6 } = {},
 ): Promise<SlotRaceOutcome> {
-  const workers = Array.from({ length: processes }, () =>
-    startWorker<SlotRaceMessage>('slot-race-worker.ts', [url, prefix, JSON.stringify(names)]),
+  const urls = typeof url === 'string' ? [url] : url;
+  const workers = Array.from({ length: processes }, (_, i) =>
+    startWorker<SlotRaceMessage>('slot-race-worker.ts', [urls[i % urls.length] ?? '', prefix, JSON.stringify(names)]),
   );
   const ready = await Promise.all(workers.map((worker) => worker.next<Extract<SlotRaceMessage, { type: 'ready' }>>('ready')));
   const results: SlotRaceResult[] = [];

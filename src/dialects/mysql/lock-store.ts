@@ -8,6 +8,7 @@ import { lossOf } from './batch-create.js';
 import { mysqlBatchReleaser } from './batch-release.js';
 import { mysqlTakeCaller } from './take-call.js';
 import { DUPLICATE_KEY, lockStatements, statement, acquireStatement as registeredStatement } from './statement-execution.js';
+import { isDeadlock, unlessConflicted } from './lost-races.js';
 import { mysqlTime } from './time-values.js';
 import type {
   ExtendValues,
@@ -199,8 +200,8 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
           token,
           triggerId: trigger.id,
         };
-        const taken = await execute(trigger.force ? forcedTriggerSql : triggerSql, values);
-        return taken.numAffectedRows === 1n ? start(job, token, null) : 'locked';
+        const taken = await unlessConflicted(execute(trigger.force ? forcedTriggerSql : triggerSql, values));
+        return taken?.numAffectedRows === 1n ? start(job, token, null) : 'locked';
       }
       const slotText = slot === null ? null : mysqlTime(slot);
       const values: TakeValues = {
@@ -210,7 +211,8 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
         token,
         slot: slotText,
       };
-      const take = async (): Promise<boolean> => (await execute(takeSql, values)).numAffectedRows === 1n;
+      // A take (or a creation) that another session's write of the row keeps rolling back is lost (unlessConflicted).
+      const take = async (): Promise<boolean> => (await unlessConflicted(execute(takeSql, values)))?.numAffectedRows === 1n;
       // A guard that released the lock itself takes first: the row most likely exists and is free.
       // With history, where the tables have the take procedure, the take and the run's start are
       // one call, which also answers why a loser lost (no probe after it); a row deleted by hand
@@ -233,7 +235,7 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
         try {
           await execute(createSql, values);
         } catch (error) {
-          if ((error as { errno?: unknown }).errno !== DUPLICATE_KEY) throw error;
+          if ((error as { errno?: unknown }).errno !== DUPLICATE_KEY && !isDeadlock(error)) throw error;
           return loss(job, slotText);
         }
         return start(job, token, slotText);

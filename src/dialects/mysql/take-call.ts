@@ -1,6 +1,7 @@
 import type { RowState, Wanted } from './batch-create.js';
 import { micros } from './batch-create.js';
 import type { TableNames } from '../../core/dialect.js';
+import { isDeadlock } from './lost-races.js';
 import type { LockStatements } from './statement-execution.js';
 import { takeProcedureName, takeStatesSql } from './take-procedure.js';
 
@@ -26,7 +27,8 @@ export interface TakeCallParts {
  * After a lost connection, and after an answer that does not give every acquire's state, the rows
  * are read back: a call that committed and lost only its answer keeps its wins. After an error the
  * server answered, it took nothing (the procedure rolled back): the error stands, and the guard
- * sends each acquire alone.
+ * sends each acquire alone; but a deadlock that outlasted its attempts is a lost race, answered
+ * from the rows read back.
  */
 export function mysqlTakeCaller({
   tables,
@@ -70,7 +72,11 @@ export function mysqlTakeCaller({
         unavailableUntil = performance.now() + UNAVAILABLE_RECHECK_MS;
         return undefined;
       }
-      // An error the server answered (a lock wait timeout, a deadlock, a refused row): the
+      // A deadlock that outlasted the attempts (lost-races.ts): other sessions kept writing these
+      // rows, the call took nothing; the rows say why each lost (a row still `free` here is one
+      // whose winner's write this node has not applied yet: a loss too).
+      if (isDeadlock(error)) return readBack().catch(() => Promise.reject(error));
+      // Another error the server answered (a lock wait timeout, a refused row): the
       // procedure rolled back, nothing was taken. But a call whose connection dropped (mysql2
       // marks that error `fatal`) may have committed and lost only its answer: then its rows hold
       // this call's tokens, and those jobs are won, their run rows written. A plain read on
