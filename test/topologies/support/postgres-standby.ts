@@ -94,6 +94,12 @@ function childrenOf(pid: number): number[] {
 function killServer(dataDir: string): void {
   const pid = postmasterPid(dataDir);
   if (pid === undefined) return;
+  try {
+    // Stopped first, so that it forks no backend between the read of its children and the kill.
+    process.kill(pid, 'SIGSTOP');
+  } catch {
+    return;
+  }
   const victims = [pid, ...childrenOf(pid)];
   for (const victim of victims) {
     try {
