@@ -103,6 +103,7 @@ export class GuardControls {
       intervalMs: parts.pollIntervalMs,
       logger: parts.logger,
       pending: () => this.#store.pendingTriggers(),
+      isReadOnly: (error) => dialect.isReadOnly(error),
       ...(dialect.listenForTriggers === undefined
         ? {}
         : {

@@ -96,7 +96,7 @@ async function failover(synchronous: boolean): Promise<void> {
     const notes = [
       synchronous
         ? `synchronous standby; killed ${((killedAt - longStarted) / 1_000).toFixed(1)} s into a 6 s run`
-        : `async standby held ${((killedAt - lagFrom) / 1_000).toFixed(1)} s behind (${lostRuns} runs started in that window), killed ${((killedAt - longStarted) / 1_000).toFixed(1)} s into a 6 s run`,
+        : `async standby held ${((killedAt - lagFrom) / 1_000).toFixed(1)} s behind (${lostRuns} runs started in that window), killed ${((killedAt - longStarted) / 1_000).toFixed(1)} s into a 6 s run ${longStarted > lagFrom ? 'whose take was lost' : 'whose take had reached the standby'}`,
       `promoted and re-pointed ${((repointedAt - killedAt) / 1_000).toFixed(1)} s after the kill`,
       `jobs ran again after the kill: ${resumed.join(', ')} (lockAtMostFor 8 s short, 15 s long)`,
       `overlapping runs ${figures.overlapping}`,

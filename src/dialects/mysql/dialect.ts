@@ -4,7 +4,7 @@ import { openMysql } from './connection.js';
 import { mysqlHandles } from './handle.js';
 import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
-import { isMysqlLockWaitTimeout, isMysqlMissingTable } from './driver-errors.js';
+import { isMysqlLockWaitTimeout, isMysqlMissingTable, isMysqlReadOnly } from './driver-errors.js';
 import { createMysqlTakeProcedure } from './take-procedure.js';
 import { mysqlFindTables, mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 
@@ -23,6 +23,9 @@ export const mysqlDialect: Dialect<mysql2.Pool> = {
   isLockWaitTimeout: isMysqlLockWaitTimeout,
   // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
   isMigrationRace: () => false,
+  isReadOnly: isMysqlReadOnly,
+  // A replica and a server set read-only look alike from a session: both have read_only on.
+  readOnlyKind: () => Promise.resolve('server'),
   handles: mysqlHandles,
   open: openMysql,
 };

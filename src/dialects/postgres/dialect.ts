@@ -4,8 +4,8 @@ import { openPostgres } from './connection.js';
 import { postgresHandles } from './handle.js';
 import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
-import { isPostgresLockWaitTimeout, isPostgresMissingTable } from './driver-errors.js';
-import { postgresColumnTypes, postgresCurrentSchema, postgresFindTables } from './schema.js';
+import { isPostgresLockWaitTimeout, isPostgresMissingTable, isPostgresReadOnly } from './driver-errors.js';
+import { postgresColumnTypes, postgresCurrentSchema, postgresFindTables, postgresReadOnlyKind } from './schema.js';
 import { listenPostgresTriggers, notifyPostgresTrigger } from './trigger-channel.js';
 
 export const postgresDialect: Dialect<pg.Pool> = {
@@ -22,6 +22,8 @@ export const postgresDialect: Dialect<pg.Pool> = {
   isLockWaitTimeout: isPostgresLockWaitTimeout,
   // Kysely's migrator locks (an advisory lock, GET_LOCK): no race to retry.
   isMigrationRace: () => false,
+  isReadOnly: isPostgresReadOnly,
+  readOnlyKind: postgresReadOnlyKind,
   handles: postgresHandles,
   open: openPostgres,
   notifyTrigger: notifyPostgresTrigger,

@@ -4,7 +4,7 @@ import { sqliteHandles } from './handle.js';
 import type { LazySqliteDatabase } from './statement-runner.js';
 import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
-import { isSqliteMigrationRace, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
+import { isSqliteMigrationRace, isSqliteReadOnly, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
 import { sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 
 export const sqliteDialect: Dialect<LazySqliteDatabase> = {
@@ -18,6 +18,7 @@ export const sqliteDialect: Dialect<LazySqliteDatabase> = {
   isMissingTable: isSqliteMissingTable,
   isLockWaitTimeout: isSqliteLockWaitTimeout,
   isMigrationRace: isSqliteMigrationRace,
+  isReadOnly: isSqliteReadOnly,
   handles: sqliteHandles,
   open: openSqlite,
 };
