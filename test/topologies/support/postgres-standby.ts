@@ -233,6 +233,6 @@ export async function startPostgresStandbyPair({ synchronous }: StandbyPairOptio
   } catch (error) {
     const tail = logTail();
     await stop();
-    throw new Error(`cronguard: starting a PostgreSQL primary and standby failed: ${String(error)}\n${tail}`);
+    throw new Error(`cronguard: starting a PostgreSQL primary and standby failed: ${String(error)}\n${tail}`, { cause: error });
   }
 }
