@@ -518,6 +518,28 @@ describe('database and the other guard options', () => {
     expect((error as Error).message).not.toMatch(/ss@|off@/);
   });
 
+  it.each([
+    ['postgres://h1,h2/jobs?target_session_attrs=read-write', 'postgres://h1,h2/jobs?target_session_attrs=read-write', 'pg'],
+    ['postgresql://app:s3cret@db1:5432,db2:5432/jobs', 'postgresql://app:***@db1:5432,db2:5432/jobs', 'pg'],
+    ['mysql://app@db1,db2/jobs', 'mysql://app@db1,db2/jobs', 'mysql2'],
+  ])('rejects the multi-host URL %s: the driver has none, and says what to use instead', (database, shown, driver) => {
+    const error = createGuardError({ database });
+    expect(error).toBeInstanceOf(TypeError);
+    const { message } = error as TypeError;
+    expect(message).toMatch(
+      new RegExp(
+        `^Expected \`database\` to be a URL with one host, got ${JSON.stringify(shown).replace(/[?*]/g, '\\$&')}: the \`${driver}\` driver`,
+      ),
+    );
+    expect(message).toMatch(/has no multi-host URL/);
+    expect(message).toMatch(/DNS name or virtual IP.*proxy.*load balancer that health-checks for the primary/);
+    expect(message).not.toMatch(/percent-encode|s3cret/);
+  });
+
+  it('accepts a password holding a comma (one host)', () => {
+    expect(createGuardError({ database: 'postgres://app:a,b@127.0.0.1:9/x' })).toBeUndefined();
+  });
+
   it("masks the whole user info of a mistyped URL whose user name holds '@'", () => {
     expectTypeError(
       createGuardError({ database: 'postgress://app@corp:secret@db.internal/jobs' }),

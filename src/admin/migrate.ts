@@ -6,6 +6,7 @@ import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import { withMigrationLease, withoutKyselyMigrationLock } from './migration-lease.js';
 import { withOwnTablesIntrospection } from './own-tables-introspection.js';
+import { assertWritable, readOnlyMigration } from './writable-check.js';
 import { appliedSchemaMigrations, readSchemaVersions, type SchemaVersions } from './schema-version.js';
 
 /**
@@ -29,8 +30,20 @@ const APPLIED_ELSEWHERE: Migration = { up: () => Promise.resolve() };
  * switched off), the others wait and then find the work done. A migration that still lost a race
  * with another process (`dialect.isMigrationRace`: "already exists", a duplicate, a deadlock) is
  * retried; by then it finds the work done.
+ *
+ * A server that takes no writes (a standby, a read-only server) fails it with `READ_ONLY_DATABASE`,
+ * also when the tables are up to date: the guard could take no lock there.
  */
 export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<SchemaVersions> {
+  try {
+    return await migrate(db, dialect, tables);
+  } catch (error) {
+    const cause = error instanceof GuardError && error.code === 'MIGRATION_FAILED' ? error.cause : error;
+    throw (await readOnlyMigration(db, dialect, cause)) ?? error;
+  }
+}
+
+async function migrate(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<SchemaVersions> {
   const started = performance.now();
   // A prefix without a schema means the schema unqualified names resolve to: named, so that the
   // migrator and the migrations look for existing tables there and not in every schema.
@@ -88,6 +101,7 @@ async function migrateAll(
     // The routines again (migration 006 creates them): where an earlier migrate() lacked the
     // privilege to create them, a later one by a user who has it does. One read when they exist.
     await dialect.createRoutines?.(db, context.tables);
+    await assertWritable(db, dialect, context.tables);
   } catch (error) {
     throw migrationFailed(error);
   }

@@ -215,7 +215,7 @@ export class SlotWatch {
   }
 
   #declare(watched: readonly WatchedSchedule[]): void {
-    const { schedules, lockedBy, logger } = this.#parts;
+    const { schedules, lockedBy, logger, dialect } = this.#parts;
     if (this.#parts.isClosed()) {
       clearInterval(this.#refresh);
       return;
@@ -238,10 +238,12 @@ export class SlotWatch {
           // Once until it works again: a guard not yet migrated to 005 keeps running its jobs.
           if (this.#declareFailed) return;
           this.#declareFailed = true;
+          // A read-only database: the acquires say so, once; this would only repeat it.
+          if (dialect.isReadOnly(error)) return;
           const names = declared.slice(0, 3).map(({ name }) => `"${name}"`);
           const more = declared.length > 3 ? ` and ${declared.length - 3} more` : '';
-          // The migrate hint only where the jobs table is missing (a guard not migrated to 005).
-          const hint = this.#parts.dialect.isMissingTable(error) ? ' (run `cronguard migrate`?)' : '';
+          // "Migrate" only where it helps: the table is missing (tables older than 005).
+          const hint = dialect.isMissingTable(error) ? ' (run `cronguard migrate`?)' : '';
           logger.warn(
             `Declaring the schedule of ${declared.length === 1 ? 'job' : 'jobs'} ${names.join(', ')}${more} for the slot ledger failed${hint}: ${messageOf(error)}`,
           );

@@ -4,6 +4,7 @@ import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dial
 import { GuardError, messageOf } from './errors.js';
 import { AcquireFailureLog } from './failure-log.js';
 import { HeldLock } from './held-lock.js';
+import { readOnlyDatabaseError } from './read-only.js';
 import type { ResolvedJob } from './job-options.js';
 import type { LockSite, RunDependencies } from './run-dependencies.js';
 import type { RunRequest } from './run-request.js';
@@ -148,7 +149,8 @@ export class LockAcquirer {
   /** A skip for a failed acquire: logged (thinned during an outage), and an `error` and a `skipped` event every time. */
   #failed(job: ResolvedJob, slot: Date | null, error: GuardError): Skip {
     const { events } = this.#site.dependencies;
-    this.#failureLog.failed(job.name, error.message);
+    if (error.code === 'READ_ONLY_DATABASE') this.#failureLog.failedReadOnly(error.message);
+    else this.#failureLog.failed(job.name, error.message);
     events.emit('error', { job: job.name, error });
     events.emit('skipped', { job: job.name, slot, reason: 'error', error });
     return { executed: false, reason: 'error', error };
@@ -175,6 +177,11 @@ function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown): Guard
         job: job.name,
       },
     );
+  }
+  if (dialect.isReadOnly(cause)) {
+    // Every job fails alike: the failure log says it once per guard, not per job.
+    const what = `Taking the lock of job "${job.name}" failed, so the run was skipped (as the runs of every job will be; said once)`;
+    return readOnlyDatabaseError(what, undefined, cause, job.name);
   }
   if (dialect.isMissingTable(cause)) {
     return new GuardError(

@@ -8,6 +8,9 @@ export type { AcquireOutcome, AcquireRequest, BatchedAcquire, BatchedRelease, Lo
 export type DialectName = 'postgres' | 'mysql' | 'sqlite';
 
 /** The tables of one guard, from its `tablePrefix`. Names are validated identifiers, unquoted. */
+/** What a server that refuses writes is (`Dialect.readOnlyKind`). */
+export type ReadOnlyKind = 'standby' | 'server';
+
 export interface TableNames {
   /** PostgreSQL schema from a `schema.prefix` table prefix. */
   readonly schema: string | undefined;
@@ -125,6 +128,18 @@ export interface Dialect<Native = unknown> {
    * the driver's pool when the guard has one (some checks need two connections of their own).
    */
   inspectServer(db: Kysely<unknown>, native: Native | undefined): Promise<ServerFacts>;
+  /**
+   * True for the driver's "this server takes no writes" error: a standby in recovery or a read-only
+   * transaction (PostgreSQL), a server running read-only or a read-only transaction (MySQL), a
+   * read-only file (SQLite). The guard then says so (`READ_ONLY_DATABASE`), not "run migrate".
+   */
+  isReadOnly(error: unknown): boolean;
+  /**
+   * Which kind of read-only server this is, asked once a write was refused as read-only, so that the
+   * message can say: a `standby` (a replica replaying its primary's log) or a `server` set
+   * read-only; undefined (or absent) where the dialect cannot tell.
+   */
+  readOnlyKind?(db: Kysely<unknown>): Promise<ReadOnlyKind | undefined>;
   /** Recognising a `database` value (a URL, a driver handle, a Kysely instance) as this dialect's. */
   readonly handles: DialectHandles<Native>;
   /**

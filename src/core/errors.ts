@@ -24,6 +24,12 @@ export const GuardErrorCodes = {
   /** `migrate()` failed. */
   MIGRATION_FAILED: 'MIGRATION_FAILED',
   /**
+   * The database takes no writes: a standby (a replica in recovery) or a server, database or user
+   * set read-only. `migrate()` rejects with it; an acquire that meets it skips its run (logged once
+   * per guard). Give the guard the primary.
+   */
+  READ_ONLY_DATABASE: 'READ_ONLY_DATABASE',
+  /**
    * The tables are at an older schema version than this cronguard needs (`cronguard migrate` was not
    * run since the upgrade). Logged once as a warning; jobs still run, without what needs the newer schema.
    */

@@ -107,6 +107,7 @@ export function dialectOfUrl(url: string): Dialect {
  * shows the password.
  */
 function checkedServerUrl(url: string, dialect: Dialect): Dialect {
+  if (hostsOf(url).includes(',')) throw multiHostUrl(url, dialect);
   let parsed: URL | undefined;
   try {
     parsed = new URL(url);
@@ -123,6 +124,36 @@ function checkedServerUrl(url: string, dialect: Dialect): Dialect {
     );
   }
   return dialect;
+}
+
+/** The URL's host part: after `//` and any user info (up to the last `@`), before the path or query. */
+function hostsOf(url: string): string {
+  const start = url.indexOf('//');
+  if (start === -1) return '';
+  const rest = url.slice(start + 2);
+  const authority = rest.split(/[/?]/, 1)[0] ?? '';
+  // An `@` past the cut: a password with an unescaped `/` or `?`, which the parse check reports.
+  if (!authority.includes('@') && rest.includes('@')) return '';
+  return authority.slice(authority.lastIndexOf('@') + 1);
+}
+
+/**
+ * A URL naming several hosts (`postgres://h1,h2/db?target_session_attrs=read-write`, as libpq and
+ * JDBC take for failover): neither node-postgres nor mysql2 reads one, and the URL parser would
+ * reject it with a word about percent-encoding.
+ */
+function multiHostUrl(url: string, dialect: Dialect): TypeError {
+  const postgres = dialect.name === 'postgres';
+  const driver = postgres
+    ? 'the `pg` driver (node-postgres) has no multi-host URL (nor target_session_attrs)'
+    : 'the `mysql2` driver has no multi-host URL';
+  const proxy = postgres ? 'a proxy or PgBouncer' : 'a proxy (ProxySQL, MaxScale)';
+  return new TypeError(
+    `Expected \`database\` to be a URL with one host, got ${describeValue(withoutPassword(url))}: ${driver}, ` +
+      'so it cannot find the primary among several servers. Give it one address that always leads to the primary: ' +
+      `a DNS name or virtual IP that the failover moves, ${proxy} re-pointed at the promoted server, or a TCP load ` +
+      'balancer that health-checks for the primary (docs/topologies.md)',
+  );
 }
 
 /**

@@ -111,6 +111,7 @@ export class GuardControls {
       intervalMs: parts.pollIntervalMs,
       logger: parts.logger,
       pending: () => this.#store.pendingTriggers(),
+      isReadOnly: (error) => dialect.isReadOnly(error),
       ...(dialect.listenForTriggers === undefined
         ? {}
         : {

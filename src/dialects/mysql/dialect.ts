@@ -4,8 +4,8 @@ import { openMysql } from './connection.js';
 import { mysqlHandles } from './handle.js';
 import { mysqlReads } from './reads.js';
 import { createMysqlLockStore } from './lock-store.js';
-import { isMysqlLockWaitTimeout, isMysqlMigrationRace, isMysqlMissingTable } from './driver-errors.js';
 import { mysqlMigrationLease } from './migration-lease.js';
+import { isMysqlLockWaitTimeout, isMysqlMigrationRace, isMysqlMissingTable, isMysqlReadOnly } from './driver-errors.js';
 import { createMysqlTakeProcedure } from './take-procedure.js';
 import { mysqlFindTables, mysqlIndexExists, mysqlColumnTypes, mysqlCreateTableSuffix } from './schema.js';
 import { inspectMysqlServer } from './server-facts.js';
@@ -26,6 +26,9 @@ export const mysqlDialect: Dialect<mysql2.Pool> = {
   isMigrationRace: isMysqlMigrationRace,
   migrationLease: mysqlMigrationLease,
   inspectServer: (db) => inspectMysqlServer(db),
+  isReadOnly: isMysqlReadOnly,
+  // A replica and a server set read-only look alike from a session: both have read_only on.
+  readOnlyKind: () => Promise.resolve('server'),
   handles: mysqlHandles,
   open: openMysql,
 };

@@ -5,6 +5,19 @@ export function isMysqlLockWaitTimeout(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { errno?: unknown }).errno === 1205;
 }
 
+/**
+ * ER_OPTION_PREVENTS_STATEMENT (1290) for the read-only options ("running with the --read-only
+ * option", also --super-read-only on MySQL; 1290 names other options too, so the message says
+ * which), and ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION (1792): a session whose transactions are
+ * read-only (`transaction_read_only`, MariaDB 10.11's `tx_read_only`).
+ */
+export function isMysqlReadOnly(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { errno, message } = error as { errno?: unknown; message?: unknown };
+  if (errno === 1792) return true;
+  return errno === 1290 && typeof message === 'string' && /read[-_]only/i.test(message);
+}
+
 /** ER_NO_SUCH_TABLE */
 export function isMysqlMissingTable(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { errno?: unknown }).errno === 1146;

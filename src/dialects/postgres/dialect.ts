@@ -4,9 +4,9 @@ import { openPostgres } from './connection.js';
 import { postgresHandles } from './handle.js';
 import { postgresReads } from './reads.js';
 import { createPostgresLockStore } from './lock-store.js';
-import { isPostgresLockWaitTimeout, isPostgresMigrationRace, isPostgresMissingTable } from './driver-errors.js';
 import { postgresMigrationLease } from './migration-lease.js';
-import { postgresColumnTypes, postgresCurrentSchema, postgresFindTables } from './schema.js';
+import { isPostgresLockWaitTimeout, isPostgresMigrationRace, isPostgresMissingTable, isPostgresReadOnly } from './driver-errors.js';
+import { postgresColumnTypes, postgresCurrentSchema, postgresFindTables, postgresReadOnlyKind } from './schema.js';
 import { listenPostgresTriggers, notifyPostgresTrigger } from './trigger-channel.js';
 import { inspectPostgresServer } from './server-facts.js';
 
@@ -25,6 +25,8 @@ export const postgresDialect: Dialect<pg.Pool> = {
   isMigrationRace: isPostgresMigrationRace,
   migrationLease: postgresMigrationLease,
   inspectServer: inspectPostgresServer,
+  isReadOnly: isPostgresReadOnly,
+  readOnlyKind: postgresReadOnlyKind,
   handles: postgresHandles,
   open: openPostgres,
   notifyTrigger: notifyPostgresTrigger,

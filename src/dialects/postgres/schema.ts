@@ -1,5 +1,5 @@
 import { sql, type Kysely, type TableMetadata } from 'kysely';
-import type { ColumnTypes } from '../../core/dialect.js';
+import type { ColumnTypes, ReadOnlyKind } from '../../core/dialect.js';
 import { tablesOfColumns } from '../common/table-metadata.js';
 
 /** timestamptz stores UTC instants: no session time zone can shift a lock's expiry. */
@@ -91,4 +91,13 @@ export async function postgresFindTables(
       },
     })),
   );
+}
+
+/**
+ * A standby while `pg_is_in_recovery()` is true (it replays a primary's WAL until promoted); else a
+ * server whose transactions are read-only (default_transaction_read_only for it, the database or the role).
+ */
+export async function postgresReadOnlyKind(db: Kysely<unknown>): Promise<ReadOnlyKind> {
+  const { rows } = await sql<{ standby: boolean }>`SELECT pg_is_in_recovery() AS standby`.execute(db);
+  return rows[0]?.standby === true ? 'standby' : 'server';
 }

@@ -4,8 +4,8 @@ import { sqliteHandles } from './handle.js';
 import type { LazySqliteDatabase } from './statement-runner.js';
 import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
-import { isSqliteMigrationRace, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
 import { sqliteMigrationLease } from './migration-lease.js';
+import { isSqliteMigrationRace, isSqliteReadOnly, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
 import { sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 import { inspectSqliteServer } from './server-facts.js';
 
@@ -22,6 +22,7 @@ export const sqliteDialect: Dialect<LazySqliteDatabase> = {
   isMigrationRace: isSqliteMigrationRace,
   migrationLease: sqliteMigrationLease,
   inspectServer: inspectSqliteServer,
+  isReadOnly: isSqliteReadOnly,
   handles: sqliteHandles,
   open: openSqlite,
 };

@@ -6,6 +6,12 @@ export function isSqliteLockWaitTimeout(error: unknown): boolean {
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
+/** SQLITE_READONLY (and its extended codes): the file, or the connection, is read-only. */
+export function isSqliteReadOnly(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_READONLY');
+}
+
 export function isSqliteMissingTable(error: unknown): boolean {
   return error instanceof Error && /no such table/.test(error.message);
 }

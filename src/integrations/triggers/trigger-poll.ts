@@ -26,6 +26,11 @@ export interface TriggerPollHost {
   readonly logger: Logger;
   /** Every pending request of the guard's tables, in one statement. */
   pending(): Promise<TriggerRequest[]>;
+  /**
+   * Whether an error means the database is read-only (a standby refuses LISTEN "during recovery"):
+   * the acquires say so once; the poll goes on quietly.
+   */
+  isReadOnly(error: unknown): boolean;
   /** Hears of a request at once (PostgreSQL LISTEN); resolves with a stop function, or undefined. */
   listen?(wake: () => void, lost: (error: unknown) => void): Promise<(() => Promise<void>) | undefined>;
 }
@@ -125,9 +130,11 @@ export class TriggerPoll {
     if (this.#listening !== undefined || this.#host.listen === undefined) return;
     const lost = (error: unknown): void => {
       if (this.#stopped) return;
-      this.#host.logger.warn(
-        `Listening for "run now" requests failed (${messageOf(error)}); polling every ${this.#host.intervalMs} ms meanwhile`,
-      );
+      if (!this.#host.isReadOnly(error)) {
+        this.#host.logger.warn(
+          `Listening for "run now" requests failed (${messageOf(error)}); polling every ${this.#host.intervalMs} ms meanwhile`,
+        );
+      }
       const listening = this.#listening;
       this.#listening = undefined;
       void listening?.then((unlisten) => unlisten?.()).catch(() => undefined);
