@@ -20,6 +20,7 @@ interface PackageJson {
   types?: string;
   bin?: Record<string, string>;
   exports?: Record<string, string | Record<string, string>>;
+  typesVersions?: Record<string, Record<string, string[]>>;
   scripts?: Record<string, string>;
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
@@ -129,7 +130,8 @@ describe('the tarball', () => {
     const exportTargets = Object.values(manifest.exports ?? {}).flatMap((target) =>
       typeof target === 'string' ? [target] : Object.values(target),
     );
-    const targets = [manifest.main, manifest.types, ...Object.values(manifest.bin ?? {}), ...exportTargets];
+    const typesVersionsTargets = Object.values(manifest.typesVersions ?? {}).flatMap((paths) => Object.values(paths).flat());
+    const targets = [manifest.main, manifest.types, ...Object.values(manifest.bin ?? {}), ...exportTargets, ...typesVersionsTargets];
     for (const target of targets) {
       expect(target).toBeDefined();
       expect(packedFiles).toContain(posix.normalize(target ?? ''));
