@@ -144,6 +144,29 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
       expect((await guard.run(job, () => 'ok')).executed).toBe(true);
     });
 
+    it('counts for autoPause only the failed runs since the last resume', async () => {
+      const { guard, url, prefix } = await migratedGuard(target, { lockedBy: 'replica-1' });
+      const job = { name: 'flaky-again', lockAtMostFor: '1m', autoPause: { afterFailures: 2 } };
+      const paused: unknown[] = [];
+      guard.on('paused', (event) => paused.push(event));
+      const fail = (): Promise<never> => Promise.reject(new Error('upstream down'));
+      for (let i = 0; i < 2; i += 1) await expect(guard.run(job, fail)).rejects.toThrow('upstream down');
+      await expect.poll(() => paused.length).toBe(1);
+      await guard.resume('flaky-again');
+      // One failure after the resume: one in a row, not three.
+      await expect(guard.run(job, fail)).rejects.toThrow('upstream down');
+      // Shutdown waits for the count that follows the failure's release.
+      await guard.shutdown();
+      const other = guardOn(url, prefix, { lockedBy: 'replica-2' }).guard;
+      expect((await other.locks()).find((lock) => lock.name === 'flaky-again')?.paused).toBeNull();
+      expect(paused).toHaveLength(1);
+      // A second failure since the resume pauses it again.
+      const again: unknown[] = [];
+      other.on('paused', (event) => again.push(event));
+      await expect(other.run(job, fail)).rejects.toThrow('upstream down');
+      await expect.poll(() => again.length).toBe(1);
+    });
+
     it('validates autoPause and controlPollInterval', async () => {
       const { guard } = await migratedGuard(target);
       await expect(guard.run({ name: 'x', lockAtMostFor: '1m', autoPause: { afterFailures: 0 } }, () => 1)).rejects.toThrow(

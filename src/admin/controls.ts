@@ -222,9 +222,13 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
 
     /** The statuses of the job's newest finished runs, newest first, for auto-pause. */
     async latestOutcomes(job: string, limit: number): Promise<string[]> {
-      const { rows } = await sql<{ status: string }>`SELECT status FROM ${runs}
-        WHERE job_name = ${job} AND status IN ('succeeded', 'failed', 'cancelled', 'abandoned')
-        ORDER BY started_at DESC, id DESC LIMIT ${limit}`.execute(db);
+      // Only the runs started after the job's last resume: a resume starts the count again (the
+      // failures before it paused the job once already). A correlated NOT EXISTS on the audit,
+      // one job's few rows; read after a failure only.
+      const { rows } = await sql<{ status: string }>`SELECT status FROM ${runs} r
+        WHERE r.job_name = ${job} AND r.status IN ('succeeded', 'failed', 'cancelled', 'abandoned')
+          AND NOT EXISTS (SELECT 1 FROM ${controls} c WHERE c.job_name = r.job_name AND c.action = 'resume' AND c.changed_at >= r.started_at)
+        ORDER BY r.started_at DESC, r.id DESC LIMIT ${limit}`.execute(db);
       return rows.map((row) => row.status);
     },
 
