@@ -42,12 +42,18 @@ export interface JobLedger {
    */
   readonly since: Date;
   readonly until: Date;
-  /** The range held more than 10,000 slots: only the newest are listed (and counted). */
+  /**
+   * The range held more than 10,000 slots, or more history rows than one read takes (200,000):
+   * only the newest are listed (and counted).
+   */
   readonly truncated: boolean;
   readonly slots: LedgerSlot[];
   /** How many slots had each outcome. */
   readonly counts: Record<SlotOutcome, number>;
 }
+
+/** The most history rows one ledger read takes per job: 20 per slot (a run, and skips with recordSkips). */
+const MAX_LEDGER_ROWS = MAX_LEDGER_SLOTS * 20;
 
 /** A schedule no replica has declared for this long is retired. */
 export const RETIRE_AFTER_MS = 24 * 3_600_000;
@@ -116,13 +122,18 @@ export function createSlotsReader(
    * One job's rows by slot, on the (job_name, slot) index. From one lockAtMostFor (or
    * lockAtLeastFor) before the range, so that a run of an earlier slot still holding the lock at
    * the first slot is seen. Bounded: a row per slot, more only with recordSkips (one per replica).
+   * Newest first (the index read backwards), so that a range holding more rows than the bound
+   * keeps its newest, as the walk keeps its newest slots: the oldest would have shown the newest
+   * slots, which ran, as missed. Ascending again for the ledger. `completeAfter`: when the bound
+   * cut the read, the oldest slot read (its rows may be cut too): only later slots are complete.
    */
-  async function rowsFor(schedule: DeclaredSchedule, from: Date, to: Date): Promise<LedgerRun[]> {
+  async function rowsFor(schedule: DeclaredSchedule, from: Date, to: Date): Promise<{ runs: LedgerRun[]; completeAfter: Date | null }> {
     const before = new Date(from.getTime() - Math.max(schedule.lockAtMostForMs, schedule.lockAtLeastForMs));
     const { rows } = await sql<LedgerRow>`SELECT ${columns} FROM ${runs}
       WHERE job_name = ${schedule.name} AND slot >= ${reads.timeParameter(before)} AND slot < ${reads.timeParameter(to)}
-      ORDER BY slot LIMIT ${MAX_LEDGER_SLOTS * 20}`.execute(db);
-    return rows.map(toLedgerRun);
+      ORDER BY slot DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
+    const read = rows.map(toLedgerRun).reverse();
+    return { runs: read, completeAfter: rows.length < MAX_LEDGER_ROWS ? null : (read[0]?.slot ?? null) };
   }
 
   return async function slots(query: SlotsQuery = {}): Promise<JobLedger[]> {
@@ -146,15 +157,14 @@ export function createSlotsReader(
         retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY,
       );
       const to = new Date(Math.max(end, from.getTime()));
-      const expected = expectedSlots(cron, from, to);
+      const walked = expectedSlots(cron, from, to);
+      const read = await rowsFor(schedule, walked.slots[0] !== undefined && walked.truncated ? walked.slots[0] : from, to);
+      // Rows past the read's bound: the ledger covers the slots whose rows were all read, the newest.
+      const cut = read.completeAfter;
+      const expected = cut === null ? walked : { ...walked, slots: walked.slots.filter((slot) => slot > cut), truncated: true };
       const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;
       const pauses = await readPauseIntervals(db, dialect, tables, schedule.name, covered, to);
-      const runsInRange = await rowsFor(schedule, covered, to);
-      const ledger = settledSlots(
-        cron,
-        slotLedger(expected.slots, expected.following, runsInRange, schedule.lockAtLeastForMs, pauses),
-        now,
-      );
+      const ledger = settledSlots(cron, slotLedger(expected.slots, expected.following, read.runs, schedule.lockAtLeastForMs, pauses), now);
       ledgers.push({
         job: schedule.name,
         expression: schedule.expression,
