@@ -144,6 +144,31 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
       expect((await guard.run(job, () => 'ok')).executed).toBe(true);
     });
 
+    it('pauses and resumes with the audit row in one transaction: when the audit row cannot be written, nothing changed', async () => {
+      const { guard, url, prefix } = await migratedGuard(target, { lockedBy: 'ops-a' });
+      const job = { name: 'audited', lockAtMostFor: '1m' };
+      expect((await guard.run(job, () => 1)).executed).toBe(true);
+      const raw = await openRaw(target.name, url);
+      const q = target.name === 'mysql' ? '`' : '"';
+      const rename = (from: string, to: string) => raw.exec(`ALTER TABLE ${q}${prefix}${from}${q} RENAME TO ${q}${prefix}${to}${q}`);
+      try {
+        // The audit table out of the way: the audit row's INSERT fails after the pause's UPDATE.
+        await rename('controls', 'controls_away');
+        await expect(guard.pause('audited', { reason: 'maintenance' })).rejects.toThrow();
+        expect((await guard.locks()).find((lock) => lock.name === 'audited')?.paused).toBeNull();
+        expect((await guard.run(job, () => 2)).executed).toBe(true);
+        await rename('controls_away', 'controls');
+        await guard.pause('audited', { reason: 'maintenance' });
+        await rename('controls', 'controls_away');
+        await expect(guard.resume('audited')).rejects.toThrow();
+        expect((await guard.locks()).find((lock) => lock.name === 'audited')?.paused).toMatchObject({ reason: 'maintenance' });
+        await rename('controls_away', 'controls');
+        expect((await guard.controls('audited')).map((entry) => entry.action)).toEqual(['pause']);
+      } finally {
+        await raw.close();
+      }
+    });
+
     it('counts for autoPause only the failed runs since the last resume', async () => {
       const { guard, url, prefix } = await migratedGuard(target, { lockedBy: 'replica-1' });
       const job = { name: 'flaky-again', lockAtMostFor: '1m', autoPause: { afterFailures: 2 } };
