@@ -3,6 +3,7 @@ import { quotedTable } from '../dialects/common/quote.js';
 import { EARLY_CALL_TOLERANCE_MS, type CronSlots } from '../core/cron-slots.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { messageOf } from '../core/errors.js';
+import { processTimeZone } from '../core/process-time-zone.js';
 import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
@@ -226,8 +227,8 @@ export class SlotWatch {
       return;
     }
     if (watched.length === 0) return;
-    // The process's own zone, named: the ledger is read on other machines too.
-    const ownZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    // The process's own zone, named (a valid IANA name, UTC at worst): the ledger is read on other machines too.
+    const ownZone = processTimeZone(logger);
     const declared = watched.map((schedule) => ({
       name: schedule.name,
       expression: schedule.cron.expression,

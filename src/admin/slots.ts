@@ -47,6 +47,11 @@ export interface JobLedger {
    * only the newest are listed (and counted).
    */
   readonly truncated: boolean;
+  /**
+   * Why this job's ledger could not be computed, with the fix (its declared zone or expression is
+   * one this reader cannot use); its slots are then empty. Absent when it was.
+   */
+  readonly problem?: string;
   readonly slots: LedgerSlot[];
   /** How many slots had each outcome. */
   readonly counts: Record<SlotOutcome, number>;
@@ -106,6 +111,25 @@ export function settledSlots(cron: CronSlots, ledger: LedgerSlot[], now: Date): 
   return ledger.filter((entry) => entry.runId !== null || entry.slot.getTime() <= settled);
 }
 
+/** The ledger of a job whose declared schedule this reader cannot use: no slots, and the problem. */
+function unreadable(schedule: DeclaredSchedule, now: Date, error: unknown): JobLedger {
+  const problem =
+    `${error instanceof Error ? error.message : String(error)}, declared by ${schedule.declaredBy}: ` +
+    `give the job a \`timezone\` (an IANA name), or start its replicas with TZ set to one; it is declared again within the hour`;
+  return {
+    job: schedule.name,
+    expression: schedule.expression,
+    timezone: schedule.timezone,
+    retired: false,
+    since: now,
+    until: now,
+    truncated: false,
+    problem,
+    slots: [],
+    counts: summarizeLedger([]),
+  };
+}
+
 /** Reads ledgers: the declared schedules, then per job one range read of its runs by slot. */
 export function createSlotsReader(
   db: Kysely<unknown>,
@@ -147,7 +171,14 @@ export function createSlotsReader(
     const until = query.until === undefined ? now : at(query.until, 'until');
     const ledgers: JobLedger[] = [];
     for (const schedule of await schedules.list(job)) {
-      const cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
+      let cron: CronSlots | undefined;
+      try {
+        cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
+      } catch (error) {
+        // A stored schedule this reader cannot use (a zone it does not know): that job's problem, listed with the fix.
+        ledgers.push(unreadable(schedule, now, error));
+        continue;
+      }
       if (cron === undefined) continue;
       const retired = now.getTime() - schedule.declaredAt.getTime() > RETIRE_AFTER_MS;
       const from = new Date(Math.max(since.getTime(), schedule.changedAt.getTime()));
