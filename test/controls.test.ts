@@ -144,6 +144,54 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
       expect((await guard.run(job, () => 'ok')).executed).toBe(true);
     });
 
+    it('pauses and resumes with the audit row in one transaction: when the audit row cannot be written, nothing changed', async () => {
+      const { guard, url, prefix } = await migratedGuard(target, { lockedBy: 'ops-a' });
+      const job = { name: 'audited', lockAtMostFor: '1m' };
+      expect((await guard.run(job, () => 1)).executed).toBe(true);
+      const raw = await openRaw(target.name, url);
+      const q = target.name === 'mysql' ? '`' : '"';
+      const rename = (from: string, to: string) => raw.exec(`ALTER TABLE ${q}${prefix}${from}${q} RENAME TO ${q}${prefix}${to}${q}`);
+      try {
+        // The audit table out of the way: the audit row's INSERT fails after the pause's UPDATE.
+        await rename('controls', 'controls_away');
+        await expect(guard.pause('audited', { reason: 'maintenance' })).rejects.toThrow();
+        expect((await guard.locks()).find((lock) => lock.name === 'audited')?.paused).toBeNull();
+        expect((await guard.run(job, () => 2)).executed).toBe(true);
+        await rename('controls_away', 'controls');
+        await guard.pause('audited', { reason: 'maintenance' });
+        await rename('controls', 'controls_away');
+        await expect(guard.resume('audited')).rejects.toThrow();
+        expect((await guard.locks()).find((lock) => lock.name === 'audited')?.paused).toMatchObject({ reason: 'maintenance' });
+        await rename('controls_away', 'controls');
+        expect((await guard.controls('audited')).map((entry) => entry.action)).toEqual(['pause']);
+      } finally {
+        await raw.close();
+      }
+    });
+
+    it('counts for autoPause only the failed runs since the last resume', async () => {
+      const { guard, url, prefix } = await migratedGuard(target, { lockedBy: 'replica-1' });
+      const job = { name: 'flaky-again', lockAtMostFor: '1m', autoPause: { afterFailures: 2 } };
+      const paused: unknown[] = [];
+      guard.on('paused', (event) => paused.push(event));
+      const fail = (): Promise<never> => Promise.reject(new Error('upstream down'));
+      for (let i = 0; i < 2; i += 1) await expect(guard.run(job, fail)).rejects.toThrow('upstream down');
+      await expect.poll(() => paused.length).toBe(1);
+      await guard.resume('flaky-again');
+      // One failure after the resume: one in a row, not three.
+      await expect(guard.run(job, fail)).rejects.toThrow('upstream down');
+      // Shutdown waits for the count that follows the failure's release.
+      await guard.shutdown();
+      const other = guardOn(url, prefix, { lockedBy: 'replica-2' }).guard;
+      expect((await other.locks()).find((lock) => lock.name === 'flaky-again')?.paused).toBeNull();
+      expect(paused).toHaveLength(1);
+      // A second failure since the resume pauses it again.
+      const again: unknown[] = [];
+      other.on('paused', (event) => again.push(event));
+      await expect(other.run(job, fail)).rejects.toThrow('upstream down');
+      await expect.poll(() => again.length).toBe(1);
+    });
+
     it('validates autoPause and controlPollInterval', async () => {
       const { guard } = await migratedGuard(target);
       await expect(guard.run({ name: 'x', lockAtMostFor: '1m', autoPause: { afterFailures: 0 } }, () => 1)).rejects.toThrow(

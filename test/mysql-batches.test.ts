@@ -13,6 +13,11 @@ import { expectFailingReleaseAlone } from './support/ending-together.js';
 import { openRaw } from './support/raw-database.js';
 import { untilStatementWaits } from './support/statement-waits.js';
 import { closeWhenTestEnds } from './support/case-cleanup.js';
+import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
+import { resolveTableNames } from '../src/dialects/table-names.js';
+/** The take procedure's name for a table prefix (src/dialects/mysql/take-procedure.ts). */
+const takeProcedureOf = (prefix: string): string => takeProcedureName(resolveTableNames(prefix, mysqlDialect));
 
 const mysql = dialectTargets().find((target) => target.name === 'mysql');
 const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
@@ -32,7 +37,7 @@ const TAKE_PATHS = [
 async function dropTakeProcedure(url: string, prefix: string): Promise<void> {
   const raw = await openRaw('mysql', url);
   try {
-    await raw.exec(`DROP PROCEDURE \`${prefix}take_locks_v1\``);
+    await raw.exec(`DROP PROCEDURE \`${takeProcedureOf(prefix)}\``);
   } finally {
     await raw.close();
   }

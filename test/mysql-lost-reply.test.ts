@@ -9,6 +9,11 @@ import { dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, recordingLogger } from './support/guards.js';
 import { startReplyDropper } from './support/mysql-reply-dropper.js';
 import { openRaw } from './support/raw-database.js';
+import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
+import { resolveTableNames } from '../src/dialects/table-names.js';
+/** The take procedure's name for a table prefix (src/dialects/mysql/take-procedure.ts). */
+const takeProcedureOf = (prefix: string): string => takeProcedureName(resolveTableNames(prefix, mysqlDialect));
 
 const mysqlTarget = dialectTargets().find((target) => target.name === 'mysql');
 
@@ -61,7 +66,7 @@ describe.skipIf(mysqlTarget?.serverUrl === null || mysqlTarget === undefined)(
         await guard.migrate();
         // Tables without the take procedure (before migration 006): the batch takes its rows with statements.
         const raw = await openRaw('mysql', serverUrl);
-        await raw.exec(`DROP PROCEDURE \`${prefix}take_locks_v1\``).finally(() => raw.close());
+        await raw.exec(`DROP PROCEDURE \`${takeProcedureOf(prefix)}\``).finally(() => raw.close());
         // 40 rows that exist and are free, released by another guard: the guard probes them, then
         // takes them in one transaction (an UPDATE binding 64 rows × 11 values), whose reply is lost.
         const names = Array.from({ length: 40 }, (_, index) => `job-${index}`);

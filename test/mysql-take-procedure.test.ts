@@ -10,6 +10,11 @@ import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js
 import { recordingLogger } from './support/guards.js';
 import { loggedKysely } from './support/logged-kysely.js';
 import { openRaw } from './support/raw-database.js';
+import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
+import { resolveTableNames } from '../src/dialects/table-names.js';
+/** The take procedure's name for a table prefix (src/dialects/mysql/take-procedure.ts). */
+const takeProcedureOf = (prefix: string): string => takeProcedureName(resolveTableNames(prefix, mysqlDialect));
 
 const mysql = dialectTargets().find((target) => target.name === 'mysql');
 const SLOT_1 = new Date(Date.UTC(2030, 0, 1, 0, 1));
@@ -192,7 +197,7 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('the take proc
     try {
       await guard.migrate();
       // Tables as a replica of this version finds them before migration 006.
-      await raw.exec(`DROP PROCEDURE \`${prefix}take_locks_v1\``);
+      await raw.exec(`DROP PROCEDURE \`${takeProcedureOf(prefix)}\``);
       const names = ['a', 'b', 'c'];
       expect(await tick(guard, names, SLOT_1)).toEqual(['ran', 'ran', 'ran']);
       log.splice(0);
@@ -229,7 +234,7 @@ describe.skipIf(mysql?.serverUrl === null || mysql === undefined)('the take proc
       const limited = createGuard({ database: limitedUrl.toString(), tablePrefix: prefix, logger: recordingLogger() });
       const procedures = async (): Promise<unknown[]> =>
         raw.query(`SELECT 1 FROM information_schema.routines WHERE routine_schema = DATABASE() AND routine_name = ?`, [
-          `${prefix}take_locks_v1`,
+          takeProcedureOf(prefix),
         ]);
       try {
         const versions = await limited.migrate();

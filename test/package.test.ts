@@ -20,6 +20,7 @@ interface PackageJson {
   types?: string;
   bin?: Record<string, string>;
   exports?: Record<string, string | Record<string, string>>;
+  typesVersions?: Record<string, Record<string, string[]>>;
   scripts?: Record<string, string>;
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
@@ -101,6 +102,7 @@ describe('the tarball', () => {
     for (const file of [
       'package.json',
       'README.md',
+      'LICENSE',
       'dist/src/index.js',
       'dist/src/index.d.ts',
       'dist/src/cli/main.js',
@@ -119,11 +121,17 @@ describe('the tarball', () => {
     expect(packedFiles.filter((file) => /(^|\/)(test|fixtures|examples|bench)\/|\.test\./.test(file))).toEqual([]);
   });
 
+  it('ships the MIT license its package.json names, to cronguard contributors', () => {
+    expect(readFileSync(join(unpacked, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) cronguard contributors\n/);
+    expect((manifest as { license?: string }).license).toBe('MIT');
+  });
+
   it('has every file its package.json points at', () => {
     const exportTargets = Object.values(manifest.exports ?? {}).flatMap((target) =>
       typeof target === 'string' ? [target] : Object.values(target),
     );
-    const targets = [manifest.main, manifest.types, ...Object.values(manifest.bin ?? {}), ...exportTargets];
+    const typesVersionsTargets = Object.values(manifest.typesVersions ?? {}).flatMap((paths) => Object.values(paths).flat());
+    const targets = [manifest.main, manifest.types, ...Object.values(manifest.bin ?? {}), ...exportTargets, ...typesVersionsTargets];
     for (const target of targets) {
       expect(target).toBeDefined();
       expect(packedFiles).toContain(posix.normalize(target ?? ''));
@@ -235,6 +243,44 @@ describe('an app type-checking against the packed types (strict, exactOptionalPr
     expect(listed).toContain(join(app, 'node_modules', 'cronguard', 'dist', 'src', 'index.d.ts'));
     expect(listed.filter((file) => /@types\/(pg|luxon|better-sqlite3)\/|\/(better-sqlite3|mysql2|pg)\//.test(file))).toEqual([]);
     expect(result?.stderr).toBe('');
+  });
+});
+
+describe('an app with no @types/node', () => {
+  let app: string;
+  const results = new Map<boolean, ProcessResult>();
+
+  beforeAll(async () => {
+    app = await installApp('no-node-types', []);
+    copyFileSync(join(fixture, 'no-node-types.ts'), join(app, 'no-node-types.ts'));
+    await Promise.all(
+      [true, false].map(async (skipLibCheck) => {
+        const config = join(app, `tsconfig.${String(skipLibCheck)}.json`);
+        const compilerOptions = { ...STRICT, types: [], module: 'NodeNext', moduleResolution: 'NodeNext', skipLibCheck };
+        writeFileSync(config, JSON.stringify({ compilerOptions, files: ['no-node-types.ts'] }, null, 2));
+        results.set(skipLibCheck, await runProcess(process.execPath, [tsc, '-p', config], app, 180_000));
+      }),
+    );
+  }, 240_000);
+
+  it('has no @types/node within reach', () => {
+    expect(findInstalled(app, '@types/node')).toBeUndefined();
+  });
+
+  it('compiles with skipLibCheck', () => {
+    const result = results.get(true);
+    expect(result?.code, result && describeResult('tsc (skipLibCheck)', result)).toBe(0);
+  });
+
+  it("without skipLibCheck, fails on Node's names in the packed .d.ts alone, as the README's Install section says", () => {
+    const result = results.get(false);
+    expect(result?.code).not.toBe(0);
+    const diagnostics = (result?.stdout ?? '').trim().split('\n');
+    expect(diagnostics.filter((line) => !line.startsWith('node_modules/cronguard/dist/src/'))).toEqual([]);
+    expect(diagnostics.filter((line) => !/'(node:[a-z_]+|AbortSignal|URLSearchParams)'/.test(line))).toEqual([]);
+    const install = /^## Install\n([\s\S]*?)^## /m.exec(readFileSync(join(repoRoot, 'README.md'), 'utf8'))?.[1] ?? '';
+    expect(install).toContain('`@types/node`');
+    expect(install).toContain('`skipLibCheck: true`');
   });
 });
 

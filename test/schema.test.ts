@@ -5,6 +5,11 @@ import type { DialectName } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
+import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
+import { resolveTableNames } from '../src/dialects/table-names.js';
+/** The take procedure's name for a table prefix (src/dialects/mysql/take-procedure.ts). */
+const takeProcedureOf = (prefix: string): string => takeProcedureName(resolveTableNames(prefix, mysqlDialect));
 
 const TABLES = ['locks', 'runs', 'replicas', 'schema_migrations', 'controls', 'jobs'];
 
@@ -75,7 +80,10 @@ describe.each(dialectTargets())('schema on $name', (target) => {
     try {
       const files = sqlFiles(target.name);
       expect(files.length).toBeGreaterThan(0);
-      for (const file of files) await raw.exec(file.split('cronguard_').join(byHand));
+      // The take procedure's name carries a hash of the prefix: the file's is the default prefix's.
+      const byHandFile = (file: string): string =>
+        file.split(takeProcedureOf('cronguard_')).join(takeProcedureOf(byHand)).split('cronguard_').join(byHand);
+      for (const file of files) await raw.exec(byHandFile(file));
       for (const table of TABLES) {
         const fromMigrate = await describeTable(raw, target.name, migrated, table);
         const marker = { schema_migrations: 'timestamp', controls: 'changed_at', jobs: 'cron_expression' }[table] ?? 'locked_by';
@@ -89,7 +97,7 @@ describe.each(dialectTargets())('schema on $name', (target) => {
             await raw.query<Record<string, unknown>>(
               `SELECT routine_definition, security_type, sql_data_access FROM information_schema.routines
                 WHERE routine_schema = DATABASE() AND routine_name = ?`,
-              [`${prefix}take_locks_v1`],
+              [takeProcedureOf(prefix)],
             )
           ).map((row) => JSON.stringify(row).split(prefix).join('<prefix>'));
         const fromMigrate = await routine(migrated);

@@ -72,11 +72,28 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
     return toDate(value);
   }
 
-  async function audit(job: string, action: ControlAction, by: string, reason: string | null, until: Date | null): Promise<void> {
+  async function audit(
+    job: string,
+    action: ControlAction,
+    by: string,
+    reason: string | null,
+    until: Date | null,
+    on: Kysely<unknown> = db,
+  ): Promise<void> {
     await sql`INSERT INTO ${controls} (id, job_name, action, actor, reason, pause_until, changed_at)
       VALUES (${randomUUID()}, ${job}, ${action}, ${by}, ${reason}, ${until === null ? null : reads.timeParameter(until)}, ${now})`.execute(
-      db,
+      on,
     );
+  }
+
+  /**
+   * A job's lock row, created free and never run when it has none (a job can be paused before its
+   * first deploy), without failing on a concurrent creator: inside a transaction a failed INSERT
+   * would abort it on PostgreSQL, so the duplicate is ignored by the statement itself.
+   */
+  function ensureRow(job: string, by: string) {
+    const insert = sql`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by) VALUES (${job}, ${now}, ${now}, ${by})`;
+    return dialect.name === 'mysql' ? sql`${insert} ON DUPLICATE KEY UPDATE name = name` : sql`${insert} ON CONFLICT (name) DO NOTHING`;
   }
 
   async function rowExists(job: string): Promise<boolean> {
@@ -131,19 +148,14 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
         change.until === null ? null : change.until instanceof Date ? change.until : new Date(at.getTime() + change.until.afterMs);
       const untilValue = until === null ? null : reads.timeParameter(until);
       const atValue = reads.timeParameter(at);
-      await onRow(
-        job,
-        async () =>
-          (
-            await sql`UPDATE ${locks} SET paused_until = ${untilValue}, paused_reason = ${reason}, paused_by = ${by}, paused_at = ${atValue}
-            WHERE name = ${job}`.execute(db)
-          ).numAffectedRows ?? 0n,
-        // A row that was never taken: free now, no holder token, no slot run yet.
-        () =>
-          sql`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, paused_until, paused_reason, paused_by, paused_at)
-            VALUES (${job}, ${now}, ${now}, ${by}, ${untilValue}, ${reason}, ${by}, ${atValue})`.execute(db),
-      );
-      await audit(job, 'pause', by, reason, until);
+      // The pause and its audit row in one transaction: both or neither, so that the ledger never
+      // shows a pause in force as missed slots, and pause() resolves once it is committed.
+      await db.transaction().execute(async (trx) => {
+        await ensureRow(job, by).execute(trx);
+        await sql`UPDATE ${locks} SET paused_until = ${untilValue}, paused_reason = ${reason}, paused_by = ${by}, paused_at = ${atValue}
+          WHERE name = ${job}`.execute(trx);
+        await audit(job, 'pause', by, reason, until, trx);
+      });
       return { until, reason, by, at };
     },
 
@@ -152,19 +164,25 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
      * of several replicas counting the same failures one pauses and records it. True when this one did.
      */
     async autoPause(job: string, by: string, reason: string): Promise<boolean> {
-      const result = await sql`UPDATE ${locks} SET paused_until = NULL, paused_reason = ${reason}, paused_by = ${by}, paused_at = ${now}
-        WHERE name = ${job} AND NOT (${pausedNow})`.execute(db);
-      if ((result.numAffectedRows ?? 0n) === 0n) return false;
-      await audit(job, 'auto-pause', by, reason, null);
-      return true;
+      // The pause and its audit row in one transaction, as pause()'s.
+      return db.transaction().execute(async (trx) => {
+        const result = await sql`UPDATE ${locks} SET paused_until = NULL, paused_reason = ${reason}, paused_by = ${by}, paused_at = ${now}
+          WHERE name = ${job} AND NOT (${pausedNow})`.execute(trx);
+        if ((result.numAffectedRows ?? 0n) === 0n) return false;
+        await audit(job, 'auto-pause', by, reason, null, trx);
+        return true;
+      });
     },
 
     /** Lifts the job's pause, and records it. True when the job was paused. */
     async resume(job: string, by: string, reason: string | null): Promise<boolean> {
       const wasPaused = (await pauseState(job)) !== undefined;
-      await sql`UPDATE ${locks} SET paused_until = NULL, paused_reason = NULL, paused_by = NULL, paused_at = NULL
-        WHERE name = ${job} AND paused_at IS NOT NULL`.execute(db);
-      await audit(job, 'resume', by, reason, null);
+      // The resume and its audit row in one transaction, as pause()'s.
+      await db.transaction().execute(async (trx) => {
+        await sql`UPDATE ${locks} SET paused_until = NULL, paused_reason = NULL, paused_by = NULL, paused_at = NULL
+          WHERE name = ${job} AND paused_at IS NOT NULL`.execute(trx);
+        await audit(job, 'resume', by, reason, null, trx);
+      });
       return wasPaused;
     },
 
@@ -226,9 +244,13 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
 
     /** The statuses of the job's newest finished runs, newest first, for auto-pause. */
     async latestOutcomes(job: string, limit: number): Promise<string[]> {
-      const { rows } = await sql<{ status: string }>`SELECT status FROM ${runs}
-        WHERE job_name = ${job} AND status IN ('succeeded', 'failed', 'cancelled', 'abandoned')
-        ORDER BY started_at DESC, id DESC LIMIT ${limit}`.execute(db);
+      // Only the runs started after the job's last resume: a resume starts the count again (the
+      // failures before it paused the job once already). A correlated NOT EXISTS on the audit,
+      // one job's few rows; read after a failure only.
+      const { rows } = await sql<{ status: string }>`SELECT status FROM ${runs} r
+        WHERE r.job_name = ${job} AND r.status IN ('succeeded', 'failed', 'cancelled', 'abandoned')
+          AND NOT EXISTS (SELECT 1 FROM ${controls} c WHERE c.job_name = r.job_name AND c.action = 'resume' AND c.changed_at >= r.started_at)
+        ORDER BY r.started_at DESC, r.id DESC LIMIT ${limit}`.execute(db);
       return rows.map((row) => row.status);
     },
 

@@ -43,7 +43,14 @@ export function createDashboardLedgerReader(
     const now = await databaseNow();
     const windows = [];
     for (const schedule of await schedules.list()) {
-      const cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
+      let cron;
+      try {
+        cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
+      } catch {
+        // A schedule declared in a zone this reader cannot use: that job's problem (`cronguard slots`
+        // lists it with the fix), never the overview's.
+        continue;
+      }
       if (cron === undefined) continue;
       const retired = now.getTime() - schedule.declaredAt.getTime() > RETIRE_AFTER_MS;
       const end = retired ? Math.min(now.getTime(), schedule.declaredAt.getTime() + DECLARE_EVERY_MS) : now.getTime();

@@ -126,15 +126,33 @@ export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, table
      * replica that schedules N jobs sends one upsert at start and one an hour, not N at once. In
      * name order, so that replicas declaring the same jobs at the same instant lock the rows in
      * the same order and never wait for each other in a circle. A name given twice is declared
-     * as given last (one statement may not upsert a row twice).
+     * as given last (one statement may not upsert a row twice). A statement the server refuses is
+     * sent again row by row (unless its table is missing), so that one bad row fails alone; the
+     * first refusal is thrown once every row had its try.
      */
     async declare(schedules: readonly JobSchedule[], declaredBy: string): Promise<void> {
       const byName = new Map(schedules.map((schedule) => [schedule.name, schedule]));
       const sorted = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      const failed: unknown[] = [];
       for (let from = 0; from < sorted.length; from += DECLARE_ROWS_PER_STATEMENT) {
-        const upserting = upsert(sorted.slice(from, from + DECLARE_ROWS_PER_STATEMENT), declaredBy);
-        await declaredAgainIfRolledBack(() => upserting.execute(db));
+        const batch = sorted.slice(from, from + DECLARE_ROWS_PER_STATEMENT);
+        // Sent again when the server rolled it back (a deadlock, a Galera certification conflict).
+        const error = await declaredAgainIfRolledBack(() => upsert(batch, declaredBy).execute(db)).then(
+          () => undefined,
+          (refused: unknown) => refused,
+        );
+        if (error === undefined) continue;
+        if (batch.length === 1 || dialect.isMissingTable(error)) {
+          failed.push(error);
+          continue;
+        }
+        // One row the server refuses fails the whole statement: each alone, so that only its own fails.
+        for (const one of batch) {
+          await declaredAgainIfRolledBack(() => upsert([one], declaredBy).execute(db)).catch((refused: unknown) => failed.push(refused));
+        }
       }
+      // The first refusal, once every other row had its own chance.
+      if (failed.length > 0) throw failed[0];
     },
     /** Every declared schedule, or one job's. */
     async list(job?: string): Promise<DeclaredSchedule[]> {

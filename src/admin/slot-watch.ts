@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
-import type { CronSlots } from '../core/cron-slots.js';
+import { EARLY_CALL_TOLERANCE_MS, type CronSlots } from '../core/cron-slots.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { messageOf } from '../core/errors.js';
+import { processTimeZone } from '../core/process-time-zone.js';
 import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
@@ -119,16 +120,21 @@ export class SlotWatch {
    * When a replica starts scheduling a job with `catchUp`: if the job's newest slot came after the
    * newest slot that ran (the lock row's watermark) and within the window, runs it once, as a slot
    * like any other: the watermark lets one replica take it. A job that never ran missed nothing.
+   * The newest slot is the newest strictly before the first one the schedule fires itself (node-cron's
+   * first fire after the instant it was scheduled, now): started just before a slot, the replica
+   * fires that slot itself, so the one before it is the candidate (slotAt's early-call tolerance
+   * made the coming slot the catch-up, and the missed one was never run).
    */
   catchUpAtStart(job: string, run: (slot: Date) => Promise<unknown>): void {
     const schedule = this.#watched.get(job)?.schedule;
     if (schedule?.catchUpMs === undefined || schedule.catchUpMs === null) return;
     const windowMs = schedule.catchUpMs;
+    const { cron } = schedule;
+    const firstFire = cron.fireAfter(new Date());
+    const newest = cron.slotAt(new Date(firstFire.getTime() - 1 - EARLY_CALL_TOLERANCE_MS));
     const work = async (): Promise<void> => {
       const last = await this.#parts.schedules.lastSlot(job);
-      const { cron } = schedule;
       const now = Date.now();
-      const newest = cron.slotAt(new Date(now));
       if (last === null || newest <= last || now - newest.getTime() > windowMs) return;
       // The newest slot is missed when a slot before it was missed too (the replicas were all
       // down), or when lateAfter has passed: not when the replicas still running are taking it.
@@ -221,8 +227,8 @@ export class SlotWatch {
       return;
     }
     if (watched.length === 0) return;
-    // The process's own zone, named: the ledger is read on other machines too.
-    const ownZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    // The process's own zone, named (a valid IANA name, UTC at worst): the ledger is read on other machines too.
+    const ownZone = processTimeZone(logger);
     const declared = watched.map((schedule) => ({
       name: schedule.name,
       expression: schedule.cron.expression,

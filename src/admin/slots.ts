@@ -42,12 +42,23 @@ export interface JobLedger {
    */
   readonly since: Date;
   readonly until: Date;
-  /** The range held more than 10,000 slots: only the newest are listed (and counted). */
+  /**
+   * The range held more than 10,000 slots, or more history rows than one read takes (200,000):
+   * only the newest are listed (and counted).
+   */
   readonly truncated: boolean;
+  /**
+   * Why this job's ledger could not be computed, with the fix (its declared zone or expression is
+   * one this reader cannot use); its slots are then empty. Absent when it was.
+   */
+  readonly problem?: string;
   readonly slots: LedgerSlot[];
   /** How many slots had each outcome. */
   readonly counts: Record<SlotOutcome, number>;
 }
+
+/** The most history rows one ledger read takes per job: 20 per slot (a run, and skips with recordSkips). */
+const MAX_LEDGER_ROWS = MAX_LEDGER_SLOTS * 20;
 
 /** A schedule no replica has declared for this long is retired. */
 export const RETIRE_AFTER_MS = 24 * 3_600_000;
@@ -100,6 +111,25 @@ export function settledSlots(cron: CronSlots, ledger: LedgerSlot[], now: Date): 
   return ledger.filter((entry) => entry.runId !== null || entry.slot.getTime() <= settled);
 }
 
+/** The ledger of a job whose declared schedule this reader cannot use: no slots, and the problem. */
+function unreadable(schedule: DeclaredSchedule, now: Date, error: unknown): JobLedger {
+  const problem =
+    `${error instanceof Error ? error.message : String(error)}, declared by ${schedule.declaredBy}: ` +
+    `give the job a \`timezone\` (an IANA name), or start its replicas with TZ set to one; it is declared again within the hour`;
+  return {
+    job: schedule.name,
+    expression: schedule.expression,
+    timezone: schedule.timezone,
+    retired: false,
+    since: now,
+    until: now,
+    truncated: false,
+    problem,
+    slots: [],
+    counts: summarizeLedger([]),
+  };
+}
+
 /** Reads ledgers: the declared schedules, then per job one range read of its runs by slot. */
 export function createSlotsReader(
   db: Kysely<unknown>,
@@ -116,13 +146,18 @@ export function createSlotsReader(
    * One job's rows by slot, on the (job_name, slot) index. From one lockAtMostFor (or
    * lockAtLeastFor) before the range, so that a run of an earlier slot still holding the lock at
    * the first slot is seen. Bounded: a row per slot, more only with recordSkips (one per replica).
+   * Newest first (the index read backwards), so that a range holding more rows than the bound
+   * keeps its newest, as the walk keeps its newest slots: the oldest would have shown the newest
+   * slots, which ran, as missed. Ascending again for the ledger. `completeAfter`: when the bound
+   * cut the read, the oldest slot read (its rows may be cut too): only later slots are complete.
    */
-  async function rowsFor(schedule: DeclaredSchedule, from: Date, to: Date): Promise<LedgerRun[]> {
+  async function rowsFor(schedule: DeclaredSchedule, from: Date, to: Date): Promise<{ runs: LedgerRun[]; completeAfter: Date | null }> {
     const before = new Date(from.getTime() - Math.max(schedule.lockAtMostForMs, schedule.lockAtLeastForMs));
     const { rows } = await sql<LedgerRow>`SELECT ${columns} FROM ${runs}
       WHERE job_name = ${schedule.name} AND slot >= ${reads.timeParameter(before)} AND slot < ${reads.timeParameter(to)}
-      ORDER BY slot LIMIT ${MAX_LEDGER_SLOTS * 20}`.execute(db);
-    return rows.map(toLedgerRun);
+      ORDER BY slot DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
+    const read = rows.map(toLedgerRun).reverse();
+    return { runs: read, completeAfter: rows.length < MAX_LEDGER_ROWS ? null : (read[0]?.slot ?? null) };
   }
 
   return async function slots(query: SlotsQuery = {}): Promise<JobLedger[]> {
@@ -136,7 +171,14 @@ export function createSlotsReader(
     const until = query.until === undefined ? now : at(query.until, 'until');
     const ledgers: JobLedger[] = [];
     for (const schedule of await schedules.list(job)) {
-      const cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
+      let cron: CronSlots | undefined;
+      try {
+        cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
+      } catch (error) {
+        // A stored schedule this reader cannot use (a zone it does not know): that job's problem, listed with the fix.
+        ledgers.push(unreadable(schedule, now, error));
+        continue;
+      }
       if (cron === undefined) continue;
       const retired = now.getTime() - schedule.declaredAt.getTime() > RETIRE_AFTER_MS;
       const from = new Date(Math.max(since.getTime(), schedule.changedAt.getTime()));
@@ -146,15 +188,14 @@ export function createSlotsReader(
         retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY,
       );
       const to = new Date(Math.max(end, from.getTime()));
-      const expected = expectedSlots(cron, from, to);
+      const walked = expectedSlots(cron, from, to);
+      const read = await rowsFor(schedule, walked.slots[0] !== undefined && walked.truncated ? walked.slots[0] : from, to);
+      // Rows past the read's bound: the ledger covers the slots whose rows were all read, the newest.
+      const cut = read.completeAfter;
+      const expected = cut === null ? walked : { ...walked, slots: walked.slots.filter((slot) => slot > cut), truncated: true };
       const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;
       const pauses = await readPauseIntervals(db, dialect, tables, schedule.name, covered, to);
-      const runsInRange = await rowsFor(schedule, covered, to);
-      const ledger = settledSlots(
-        cron,
-        slotLedger(expected.slots, expected.following, runsInRange, schedule.lockAtLeastForMs, pauses),
-        now,
-      );
+      const ledger = settledSlots(cron, slotLedger(expected.slots, expected.following, read.runs, schedule.lockAtLeastForMs, pauses), now);
       ledgers.push({
         job: schedule.name,
         expression: schedule.expression,

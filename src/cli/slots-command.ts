@@ -33,6 +33,8 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
       formatTime(ledger.since),
     ]),
   );
+  // A job whose schedule this reader cannot use: its problem and fix, first; the other jobs as ever.
+  const problems = ledgers.flatMap((ledger) => (ledger.problem === undefined ? [] : [printable(`${ledger.job}: ${ledger.problem}`)]));
   const details = ledgers.flatMap((ledger) =>
     ledger.slots
       .filter((entry) => LISTED.has(entry.outcome))
@@ -43,10 +45,13 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
         ),
       ),
   );
+  const listed = [...problems, ...details];
   const text =
     ledgers.length === 0
       ? 'No declared schedules yet (guard.schedule, a coordinator or a decorated job with `cron` declares one).\n'
-      : `${summary}${details.length === 0 ? '\nEvery slot accounted for.\n' : `\n${details.join('\n')}\n`}`;
-  const bad = ledgers.some((ledger) => ledger.counts.missed + ledger.counts.late + ledger.counts.failed > 0);
+      : `${summary}${listed.length === 0 ? '\nEvery slot accounted for.\n' : `\n${listed.join('\n')}\n`}`;
+  const bad = ledgers.some(
+    (ledger) => ledger.problem !== undefined || ledger.counts.missed + ledger.counts.late + ledger.counts.failed > 0,
+  );
   return { text, json: ledgers, exitCode: bad ? 1 : 0 };
 }

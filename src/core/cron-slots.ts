@@ -11,6 +11,13 @@ import { describeValue } from './describe-value.js';
  */
 export const EARLY_CALL_TOLERANCE_MS = 100;
 
+/**
+ * The longest cron expression a job may have: the slot ledger's `cron_expression` column
+ * (`varchar(255)` on PostgreSQL and MySQL). A longer one made the server refuse the declaring
+ * statement, and with it the other jobs declared beside it.
+ */
+export const MAX_CRON_EXPRESSION_LENGTH = 255;
+
 /** How far back a slot is looked for: past any expression that fires at all (29 February fires every 4 to 8 years). */
 const MAX_LOOKBACK_MS = 2 ** 39;
 
@@ -47,6 +54,12 @@ export function resolveCronSlots(cron: unknown, timezone: unknown, job: string):
     throw new TypeError(
       `Expected \`cron\` of job ${JSON.stringify(job)} to be a cron expression like '0 * * * *' or '*/10 * * * * *', got ${describeValue(cron)}` +
         (detail === undefined || detail === '' ? '' : ` (${detail})`),
+    );
+  }
+  if ((cron as string).length > MAX_CRON_EXPRESSION_LENGTH) {
+    throw new TypeError(
+      `Expected \`cron\` of job ${JSON.stringify(job)} to be at most ${MAX_CRON_EXPRESSION_LENGTH} characters long ` +
+        `(the slot ledger's column), got ${(cron as string).length}: ${describeValue(cron)}`,
     );
   }
   if (timezone !== undefined && (typeof timezone !== 'string' || !IANAZone.isValidZone(timezone))) {

@@ -30,7 +30,8 @@ export interface JobOptions {
   /**
    * Pauses the job on every replica after `afterFailures` consecutive failed runs (read from the
    * run history, whichever replicas ran them), with a reason that says so, a `paused` event and one
-   * warning; `guard.resume` (or `cronguard resume`) lifts it. Needs the run history.
+   * warning; `guard.resume` (or `cronguard resume`) lifts it, and the count starts again from the
+   * resume: only runs started after it count. Needs the run history.
    * @default off
    */
   autoPause?: { afterFailures: number };

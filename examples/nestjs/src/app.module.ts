@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { CronguardModule } from 'cronguard/nestjs';
-import { ReportsService } from './reports.service';
+import { ReportsService } from './reports.service.js';
 
 @Module({
   imports: [

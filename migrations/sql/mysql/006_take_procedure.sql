@@ -5,8 +5,10 @@
 -- privileges on the tables). Its body holds semicolons: a tool that splits the file at each one
 -- must be told where the statement ends (with the mysql client: `DELIMITER //` before the CREATE
 -- PROCEDURE, `//` and `DELIMITER ;` after it).
--- If you set `tablePrefix`, the procedure's name takes it too: <prefix>take_locks_v1.
-CREATE PROCEDURE `cronguard_take_locks_v1`(
+-- Its name is <prefix>take_locks_v1_<the first 8 hex digits of the SHA-256 of the exact prefix>
+-- (routine names ignore case, table names do not): if you set `tablePrefix`, name it after
+-- SELECT CONCAT('myapp_', 'take_locks_v1_', LEFT(SHA2('myapp_', 256), 8)).
+CREATE PROCEDURE `cronguard_take_locks_v1_e10dce7a`(
   IN requests LONGTEXT CHARACTER SET utf8mb4, IN locked_by_value VARCHAR(255) CHARACTER SET utf8mb4, IN with_history BOOLEAN)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { TableNames } from '../../core/dialect.js';
 
@@ -7,10 +8,22 @@ import type { TableNames } from '../../core/dialect.js';
  * were written for.
  */
 const TAKE_PROCEDURE_SUFFIX = 'take_locks_v1';
+/** MySQL's and MariaDB's longest routine name. */
+const MAX_ROUTINE_NAME = 64;
 
-/** The procedure's name: the table prefix's, as the tables' (`cronguard_take_locks_v1`). */
+/**
+ * The procedure's name: the table prefix, the version, and the first 8 hex digits of the SHA-256
+ * of the exact prefix (`cronguard_take_locks_v1_e10dce7a`). Table names are case-sensitive on
+ * Linux, routine names never are: without the hash, the apps of prefixes `app_` and `APP_` called
+ * one procedure, on the tables of whichever migrated first (cronguard 0.2.0 named it
+ * `<prefix>take_locks_v1`; replicas of 0.2.0 still call that one, which migrate() leaves in place).
+ * A prefix too long for the whole is cut; the hash still tells it apart.
+ */
 export function takeProcedureName(tables: TableNames): string {
-  return `${tables.locks.slice(0, -'locks'.length)}${TAKE_PROCEDURE_SUFFIX}`;
+  const prefix = tables.locks.slice(0, -'locks'.length);
+  const hash = createHash('sha256').update(prefix, 'utf8').digest('hex').slice(0, 8);
+  const tail = `${TAKE_PROCEDURE_SUFFIX}_${hash}`;
+  return `${prefix.slice(0, MAX_ROUTINE_NAME - tail.length)}${tail}`;
 }
 
 /**
@@ -119,17 +132,38 @@ const ALREADY_EXISTS = 1304;
  * it exists (MySQL 8.0 before 8.0.29 has no CREATE PROCEDURE IF NOT EXISTS). A user without the
  * CREATE ROUTINE privilege still migrates: the procedure is then left out, the replicas take their
  * batches with four statements, as before 006, and a later `migrate()` by a user who has the
- * privilege creates it. Any other failure fails the migration.
+ * privilege creates it. A procedure of that name (compared without case, as the server does) that
+ * reads other tables is refused (takeProcedureOwner). Any other failure fails the migration.
  */
 export async function createMysqlTakeProcedure(db: Kysely<unknown>, tables: TableNames): Promise<void> {
-  const { rows } = await sql`SELECT 1 FROM information_schema.routines
-    WHERE routine_schema = DATABASE() AND routine_name = ${takeProcedureName(tables)} AND routine_type = 'PROCEDURE'`.execute(db);
-  if (rows.length > 0) return;
+  if (await takeProcedureOwner(db, tables)) return;
   try {
     await sql.raw(takeProcedureSql(tables)).execute(db);
   } catch (error) {
     const errno = (error as { errno?: unknown }).errno as number;
-    // Created meanwhile by another replica's migrate() (ER_SP_ALREADY_EXISTS): done.
-    if (errno !== ALREADY_EXISTS && !ACCESS_DENIED.has(errno)) throw error;
+    // Created meanwhile by another replica's migrate() (ER_SP_ALREADY_EXISTS): done, once it is ours.
+    if (errno === ALREADY_EXISTS) await takeProcedureOwner(db, tables);
+    else if (!ACCESS_DENIED.has(errno)) throw error;
   }
+}
+
+/**
+ * Whether the take procedure exists; throws when a procedure of its name is another prefix's. The
+ * server matches routine names without case (so does this read, information_schema's collation);
+ * its body names its tables exactly, in backquotes. A user who may not read the body (NULL) is
+ * trusted: the name is the prefix's own, hash included.
+ */
+async function takeProcedureOwner(db: Kysely<unknown>, tables: TableNames): Promise<boolean> {
+  const name = takeProcedureName(tables);
+  const { rows } = await sql<{ name: string; definition: string | null }>`SELECT routine_name AS name, routine_definition AS definition
+    FROM information_schema.routines
+    WHERE routine_schema = DATABASE() AND routine_name = ${name} AND routine_type = 'PROCEDURE'`.execute(db);
+  const [existing] = rows;
+  if (existing === undefined) return false;
+  if (existing.definition === null || existing.definition.includes(`\`${tables.locks}\``)) return true;
+  throw new Error(
+    `The stored procedure \`${existing.name}\` has the name of the take procedure of \`${tables.locks}\` (routine names ignore case) ` +
+      `but reads other tables. Give this app a tablePrefix that is not another app's with other case, ` +
+      `or DROP PROCEDURE \`${existing.name}\` if no app calls it, then migrate again.`,
+  );
 }

@@ -2,7 +2,7 @@ import { IANAZone } from 'luxon';
 import { schedule as scheduleTask, validateDetailed, type ScheduledTask } from 'node-cron';
 import type { SlotWatch } from '../../admin/slot-watch.js';
 import { isCancellation } from '../../core/cancellation.js';
-import { resolveCronSlots } from '../../core/cron-slots.js';
+import { MAX_CRON_EXPRESSION_LENGTH, resolveCronSlots } from '../../core/cron-slots.js';
 import type { DurationInput } from '../../core/duration.js';
 import { describeValue } from '../../core/describe-value.js';
 import type { ResolvedJobRunner } from '../../core/runner.js';
@@ -62,6 +62,12 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
     throw new TypeError(
       `Expected the cron expression of job ${JSON.stringify(job.name)} to be valid, got ${describeValue(expression)}` +
         (detail === undefined || detail === '' ? '' : ` (${detail})`),
+    );
+  }
+  if (expression.length > MAX_CRON_EXPRESSION_LENGTH) {
+    throw new TypeError(
+      `Expected the cron expression of job ${JSON.stringify(job.name)} to be at most ${MAX_CRON_EXPRESSION_LENGTH} characters long ` +
+        `(the slot ledger's column), got ${expression.length}: ${describeValue(expression)}`,
     );
   }
   if (job.cron !== undefined && job.cron.expression !== expression) {
