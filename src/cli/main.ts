@@ -38,6 +38,7 @@ Commands:
   unlock <job> --force        Free a lock left by a process that is gone; exit 1 if it was not locked
   dashboard                   Serve the web dashboard until Ctrl-C; prints its URL
       --port <4500>  --host <127.0.0.1>  --read-only (no unlock; use it when --host is not loopback)
+      --allow-host <name[:port]> (repeatable: a name a proxy or tunnel uses; others get 421)
   pause <job>                 No replica starts the job from its next attempt on (runs going on are not stopped)
       --until <2h | ISO time>  --reason <text>  --by <who>
   resume <job>                Lift the pause      --reason <text>  --by <who>
@@ -68,7 +69,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   slots: ['job', 'since'],
   prune: ['older-than'],
   unlock: ['force'],
-  dashboard: ['port', 'host', 'read-only'],
+  dashboard: ['port', 'host', 'read-only', 'allow-host'],
   pause: ['until', 'reason', 'by'],
   resume: ['reason', 'by'],
   trigger: ['force', 'by'],
@@ -100,6 +101,7 @@ export async function main(argv: string[]): Promise<number> {
         port: { type: 'string' },
         host: { type: 'string' },
         'read-only': { type: 'boolean' },
+        'allow-host': { type: 'string', multiple: true },
         until: { type: 'string' },
         reason: { type: 'string' },
         by: { type: 'string' },
@@ -164,15 +166,22 @@ export async function main(argv: string[]): Promise<number> {
 
   let guard: Guard | undefined;
   try {
-    // Errors are logged by the CLI itself, once, as one line.
+    // Errors are logged by the CLI itself, once, as one line; the dashboard's own (a page that
+    // failed, a refused host) go to stderr as they happen.
+    const toStderr = (message: string): void => void process.stderr.write(`cronguard: ${printable(message)}\n`);
     guard = createGuard({
       database,
       tablePrefix: values['table-prefix'] ?? 'cronguard_',
-      logger: { warn: () => {}, error: () => {} },
+      logger: command === 'dashboard' ? { warn: toStderr, error: toStderr } : { warn: () => {}, error: () => {} },
     });
     const output =
       command === 'dashboard'
-        ? await dashboardCommand(guard, { port: values.port, host: values.host, readOnly: values['read-only'] })
+        ? await dashboardCommand(guard, {
+            port: values.port,
+            host: values.host,
+            readOnly: values['read-only'],
+            allowHosts: values['allow-host'] ?? [],
+          })
         : await run(guard, command, job, options);
     process.stdout.write(values.json === true ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
     return output.exitCode;
