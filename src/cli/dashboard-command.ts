@@ -13,6 +13,8 @@ export interface DashboardCommandOptions {
   readonly readOnly?: boolean;
   /** More host names it answers to (--allow-host, repeatable): a proxy's or a tunnel's. */
   readonly allowHosts?: readonly string[];
+  /** The path a reverse proxy serves it under and passes on as is (--base-path). */
+  readonly basePath?: string;
 }
 
 /** Loopback addresses: only this machine reaches a dashboard bound there. */
@@ -53,6 +55,8 @@ export async function dashboardCommand(guard: Guard, options: DashboardCommandOp
   const host = options.host ?? '127.0.0.1';
   if (host === '') throw new UsageError('--host must be a host name or an address, got ""');
   const readOnly = options.readOnly === true;
+  if (options.basePath !== undefined && !/^(\/[^/?#\s]+)+\/?$/.test(options.basePath))
+    throw new UsageError(`--base-path must be a path like /cronguard, got "${printable(options.basePath)}"`);
   const extra = options.allowHosts ?? [];
   const bad = extra.find((name) => parseHost(name) === undefined);
   if (bad !== undefined)
@@ -66,13 +70,14 @@ export async function dashboardCommand(guard: Guard, options: DashboardCommandOp
       const address = server.address();
       const bound = typeof address === 'object' && address !== null ? address.port : port;
       const allowedHosts = ownHostNames(host, bound, extra);
-      handler = guard.dashboard(readOnly ? { readOnly: true, allowedHosts } : { readOnly: false, authorize: () => true, allowedHosts });
+      const mounted = { allowedHosts, ...(options.basePath === undefined ? {} : { basePath: options.basePath }) };
+      handler = guard.dashboard(readOnly ? { readOnly: true, ...mounted } : { readOnly: false, authorize: () => true, ...mounted });
       resolve();
     });
   });
   const address = server.address();
   const bound = typeof address === 'object' && address !== null ? address.port : port;
-  const url = `http://${asHostName(host)}:${bound}/`;
+  const url = `http://${asHostName(host)}:${bound}${options.basePath?.replace(/\/$/, '') ?? ''}/`;
   if (!readOnly && !isLoopback(host)) {
     process.stderr.write(
       `cronguard: warning: the dashboard on ${host} has controls (pause, resume, trigger, unlock) and no login: anyone who can reach it can use them. ` +

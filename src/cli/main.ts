@@ -39,6 +39,7 @@ Commands:
   dashboard                   Serve the web dashboard until Ctrl-C; prints its URL
       --port <4500>  --host <127.0.0.1>  --read-only (no unlock; use it when --host is not loopback)
       --allow-host <name[:port]> (repeatable: a name a proxy or tunnel uses; others get 421)
+      --base-path </cronguard> (the path a reverse proxy serves it under, passed on as is)
   pause <job>                 No replica starts the job from its next attempt on (runs going on are not stopped)
       --until <2h | ISO time>  --reason <text>  --by <who>
   resume <job>                Lift the pause      --reason <text>  --by <who>
@@ -69,7 +70,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   slots: ['job', 'since'],
   prune: ['older-than'],
   unlock: ['force'],
-  dashboard: ['port', 'host', 'read-only', 'allow-host'],
+  dashboard: ['port', 'host', 'read-only', 'allow-host', 'base-path'],
   pause: ['until', 'reason', 'by'],
   resume: ['reason', 'by'],
   trigger: ['force', 'by'],
@@ -102,6 +103,7 @@ export async function main(argv: string[]): Promise<number> {
         host: { type: 'string' },
         'read-only': { type: 'boolean' },
         'allow-host': { type: 'string', multiple: true },
+        'base-path': { type: 'string' },
         until: { type: 'string' },
         reason: { type: 'string' },
         by: { type: 'string' },
@@ -181,6 +183,7 @@ export async function main(argv: string[]): Promise<number> {
             host: values.host,
             readOnly: values['read-only'],
             allowHosts: values['allow-host'] ?? [],
+            ...(values['base-path'] === undefined ? {} : { basePath: values['base-path'] }),
           })
         : await run(guard, command, job, options);
     process.stdout.write(values.json === true ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
