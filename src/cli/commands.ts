@@ -1,6 +1,10 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { RunStatus } from '../admin/run-record.js';
 import { formatDuration, formatTable, formatTime, oneLine, printable } from './format.js';
+import { assertKnownJob, unknownJobError } from './unknown-job.js';
+import { UsageError } from './usage-error.js';
+
+export { UsageError } from './usage-error.js';
 
 /** What a command prints and its exit code: 0 fine, 1 doctor found problems or unlock found no lock. */
 export interface CommandOutput {
@@ -24,8 +28,6 @@ export interface CommandOptions {
   /** Who makes a control change, for the audit. */
   readonly by?: string;
 }
-
-export class UsageError extends Error {}
 
 export async function migrateCommand(guard: Guard): Promise<CommandOutput> {
   const schema = await guard.migrate();
@@ -81,6 +83,8 @@ export async function historyCommand(guard: Guard, options: CommandOptions): Pro
     ...(options.before === undefined ? {} : { before: options.before }),
     limit,
   });
+  // Nothing for a --job: a name the tables have never seen is a typo, exit 2 (a first page only: a later one may be empty).
+  if (options.job !== undefined && page.runs.length === 0 && options.before === undefined) await assertKnownJob(guard, options.job);
   const rows = page.runs.map((run) => [
     formatTime(run.startedAt),
     run.job,
@@ -95,8 +99,15 @@ export async function historyCommand(guard: Guard, options: CommandOptions): Pro
   return { text, json: page, exitCode: 0 };
 }
 
-export async function doctorCommand(guard: Guard): Promise<CommandOutput> {
-  const jobs = await guard.doctor();
+export async function doctorCommand(guard: Guard, options: CommandOptions = {}): Promise<CommandOutput> {
+  const all = await guard.doctor();
+  // Every job the tables know is in the report (lock rows and declared schedules): one missing is a typo.
+  const jobs = options.job === undefined ? all : all.filter((job) => job.job === options.job);
+  if (options.job !== undefined && jobs.length === 0)
+    throw unknownJobError(
+      options.job,
+      all.map((job) => job.job),
+    );
   const rows = jobs.map((job) => [
     job.job,
     String(job.runs),

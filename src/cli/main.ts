@@ -32,6 +32,7 @@ Commands:
       --job <name>  --status <running|succeeded|failed|cancelled|abandoned|skipped>
       --since <24h>  --limit <50>  --before <cursor: the "next" of a --json page>
   doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
+      --job <name>
   slots                       Per scheduled job, each expected slot's outcome; exit 1 if missed, late or failed
       --job <name>  --since <24h>
   prune --older-than <30d>    Delete old runs, keeping each job's newest
@@ -57,7 +58,7 @@ Options:
   --version            Show cronguard's version
 
 Exit codes: 0 fine, 1 doctor found problems, slots found missed, late or failed slots, or unlock found
-nothing to unlock, 2 usage or connection error.
+nothing to unlock, 2 usage or connection error, or a --job the tables have never seen.
 `;
 
 /** Options each command accepts, besides --database, --table-prefix and --json. */
@@ -66,7 +67,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   versions: [],
   locks: [],
   history: ['job', 'status', 'since', 'limit', 'before'],
-  doctor: [],
+  doctor: ['job'],
   slots: ['job', 'since'],
   prune: ['older-than'],
   unlock: ['force'],
@@ -207,7 +208,7 @@ function run(guard: Guard, command: string, job: string | undefined, options: Co
     case 'history':
       return historyCommand(guard, options);
     case 'doctor':
-      return doctorCommand(guard);
+      return doctorCommand(guard, options);
     case 'slots':
       return slotsCommand(guard, options);
     case 'prune':
