@@ -139,6 +139,53 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
   });
 });
 
+describe.each(dialectTargets())('cronguard --job for a name the tables have never seen on $name', (target) => {
+  it.skipIf(target.serverUrl === null)(
+    'slots, history and doctor exit 2 and name the nearest known jobs; known names still work',
+    async () => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      const { guard } = guardOn(url, prefix);
+      await guard.migrate();
+      const common = ['--database', url, '--table-prefix', prefix];
+      // No job at all yet.
+      expect(await cronguard(['slots', '--job', 'nightly', ...common])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: 'cronguard: --job "nightly": no such job (no lock row, no declared schedule, no run); the tables have no job yet\n',
+      });
+      for (const name of ['nightly-report', 'nightly-backup', 'cache-warm']) await guard.run({ name, lockAtMostFor: '1m' }, () => 1);
+      // Declared, never run: known by its schedule only.
+      guard.guarded({ name: 'hourly-sync', lockAtMostFor: '1m', cron: '0 * * * *' });
+      await expect.poll(async () => (await guard.slots()).map((ledger) => ledger.job)).toEqual(['hourly-sync']);
+
+      for (const command of ['slots', 'history', 'doctor']) {
+        expect(await cronguard([command, '--job', 'nightly-reprot', ...common])).toEqual({
+          code: 2,
+          stdout: '',
+          stderr:
+            'cronguard: --job "nightly-reprot": no such job (no lock row, no declared schedule, no run); ' +
+            'nearest known: "nightly-report", "nightly-backup", "cache-warm"\n',
+        });
+        expect((await cronguard([command, '--job', 'hourly-synk', ...common])).stderr).toMatch(/nearest known: "hourly-sync"/);
+      }
+      // Known names: exit 0 (slots and doctor may exit 1 on problems, not here).
+      expect(await cronguard(['slots', '--job', 'cache-warm', ...common])).toMatchObject({
+        code: 0,
+        stdout: expect.stringMatching(/^Job "cache-warm" has no declared schedule/),
+      });
+      expect(await cronguard(['slots', '--job', 'hourly-sync', ...common])).toMatchObject({
+        code: 0,
+        stdout: expect.stringMatching(/hourly-sync/),
+      });
+      expect(await cronguard(['history', '--job', 'hourly-sync', ...common])).toEqual({ code: 0, stdout: 'No runs.\n', stderr: '' });
+      expect(await cronguard(['history', '--job', 'cache-warm', '--status', 'failed', ...common])).toMatchObject({ code: 0 });
+      const doctor = JSON.parse((await cronguard(['doctor', '--job', 'cache-warm', '--json', ...common])).stdout) as { job: string }[];
+      expect(doctor.map((job) => job.job)).toEqual(['cache-warm']);
+    },
+  );
+});
+
 describe('cronguard output', () => {
   it('writes control characters in job names and errors as escapes, never raw to the terminal', async () => {
     const target = { name: 'sqlite' as const, serverUrl: 'sqlite:' };

@@ -87,6 +87,33 @@ describe('dashboard mounting', () => {
     expect(() => plain.dashboard({ authorize: true as unknown as () => boolean })).toThrow(/`authorize`/);
   });
 
+  it('logs every error through the guard logger (method, path, the error; no cookie, no token), its page linking under the mount path', async () => {
+    const { guard: unmigrated, logger } = guardOn(databaseUrl(sqlite), 'never_migrated_');
+    const app = express();
+    app.use('/admin/cronguard', unmigrated.dashboard({ readOnly: false, authorize: () => true }));
+    const url = await serve(app);
+    const secret = 'A'.repeat(22);
+    const failed = await fetch(`${url}/admin/cronguard/locks?x=1`, { headers: { Cookie: `cronguard_csrf=${secret}` } });
+    expect(failed.status).toBe(500);
+    const hrefs = [...(await failed.text()).matchAll(/href="([^"]*)"/g)].map((match) => match[1]);
+    expect(hrefs).toEqual(['/admin/cronguard/', '/admin/cronguard/locks', '/admin/cronguard/']);
+    expect(logger.errors).toHaveLength(1);
+    expect(logger.errors[0]).toMatch(/^Dashboard GET "\/locks" failed: .*cronguard migrate/);
+    // A refused control (no token) is a warning; a missing page is not logged.
+    const refused = await fetch(`${url}/admin/cronguard/job/pause`, {
+      method: 'POST',
+      headers: { Cookie: `cronguard_csrf=${secret}`, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: `job=report&csrf=${secret}`,
+    });
+    expect(refused.status).toBe(403);
+    expect((await fetch(`${url}/admin/cronguard/run?id=`)).status).toBe(404);
+    expect(logger.errors).toHaveLength(1);
+    expect(logger.warnings).toEqual([
+      expect.stringMatching(/^Dashboard POST "\/job\/pause" refused \(403\): The form has no valid CSRF token/),
+    ]);
+    expect([...logger.errors, ...logger.warnings].join('\n')).not.toContain(secret);
+  });
+
   it('shows a missing table as the guard says it, never a driver message or URL', async () => {
     const { guard: unmigrated } = guardOn(databaseUrl(sqlite), 'never_migrated_');
     const response = await fetch(`${await serve(unmigrated.dashboard())}/`);

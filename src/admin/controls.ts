@@ -188,7 +188,9 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
 
     /**
      * Asks for one run now, on one replica that schedules the job; refused (JOB_PAUSED) while the
-     * job is paused unless forced. A request still pending is replaced: the job runs once.
+     * job is paused unless forced. While a request is pending, its id is returned and nothing new
+     * is asked (a forced ask makes it forced): a double click, two operators or a retry ask for one
+     * run, whose id they all get.
      */
     async requestTrigger(job: string, by: string, force: boolean): Promise<string> {
       if (!force && (await pauseState(job)) !== undefined) {
@@ -203,17 +205,41 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
       const id = randomUUID();
       // 1 and 0, not booleans: better-sqlite3 binds no boolean, and PostgreSQL reads '1' as true.
       const forced = force ? 1 : 0;
-      await onRow(
-        job,
-        async () =>
-          (
-            await sql`UPDATE ${locks} SET trigger_id = ${id}, trigger_by = ${by}, trigger_at = ${now}, trigger_force = ${forced}
-            WHERE name = ${job}`.execute(db)
-          ).numAffectedRows ?? 0n,
-        () =>
-          sql`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, trigger_id, trigger_by, trigger_at, trigger_force)
-            VALUES (${job}, ${now}, ${now}, ${by}, ${id}, ${by}, ${now}, ${forced})`.execute(db),
-      );
+      for (let attempt = 1; ; attempt++) {
+        // `trigger_id IS NULL`: a pending request is never replaced, so its id stays the one to return.
+        // After a few rounds lost to takes clearing one request after another, any row takes it.
+        const onlyIfNone = sql.raw(attempt <= 5 ? 'AND trigger_id IS NULL' : '');
+        const { numAffectedRows } =
+          await sql`UPDATE ${locks} SET trigger_id = ${id}, trigger_by = ${by}, trigger_at = ${now}, trigger_force = ${forced}
+            WHERE name = ${job} ${onlyIfNone}`.execute(db);
+        if ((numAffectedRows ?? 0n) > 0n) break;
+        const { rows } = await sql<{ trigger_id: string | null; trigger_force: boolean | number | null }>`
+          SELECT trigger_id, trigger_force FROM ${locks} WHERE name = ${job}`.execute(db);
+        const row = rows[0];
+        if (row === undefined) {
+          try {
+            // A row that was never taken: free now, no holder token, no slot run yet.
+            await sql`INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, trigger_id, trigger_by, trigger_at, trigger_force)
+              VALUES (${job}, ${now}, ${now}, ${by}, ${id}, ${by}, ${now}, ${forced})`.execute(db);
+            break;
+          } catch (error) {
+            // A concurrent creator won the INSERT (a duplicate key, whatever the driver calls it): round again.
+            if (!(await rowExists(job))) throw error;
+            continue;
+          }
+        }
+        if (row.trigger_id === null) continue; // taken between the two statements: ask again
+        if (force && !Number(row.trigger_force)) {
+          // Only that same request is made forced: one taken meanwhile has run (or been refused) already.
+          // A bound 1, as above: a literal 1 is an integer to PostgreSQL's boolean column.
+          const upgraded =
+            await sql`UPDATE ${locks} SET trigger_force = ${1} WHERE name = ${job} AND trigger_id = ${row.trigger_id}`.execute(db);
+          if ((upgraded.numAffectedRows ?? 0n) === 0n) continue;
+          await audit(job, 'trigger', by, 'forced', null);
+          await dialect.notifyTrigger?.(db, tables, job);
+        }
+        return row.trigger_id;
+      }
       await audit(job, 'trigger', by, force ? 'forced' : null, null);
       await dialect.notifyTrigger?.(db, tables, job);
       return id;

@@ -3,6 +3,10 @@ import type { RunStatus } from '../admin/run-record.js';
 import { formatDuration, formatTable, formatTime, oneLine, printable } from './format.js';
 import { defaultActor } from './actor.js';
 import { didYouMean } from './nearest-names.js';
+import { assertKnownJob, unknownJobError } from './unknown-job.js';
+import { UsageError } from './usage-error.js';
+
+export { UsageError } from './usage-error.js';
 
 /** What a command prints and its exit code: 0 fine, 1 doctor found problems or unlock found no lock. */
 export interface CommandOutput {
@@ -32,8 +36,6 @@ export interface CommandOptions {
   /** doctor --probe: the other nodes of the database, whose clocks are compared. */
   readonly nodes?: readonly string[];
 }
-
-export class UsageError extends Error {}
 
 export async function migrateCommand(guard: Guard): Promise<CommandOutput> {
   const schema = await guard.migrate();
@@ -89,6 +91,8 @@ export async function historyCommand(guard: Guard, options: CommandOptions): Pro
     ...(options.before === undefined ? {} : { before: options.before }),
     limit,
   });
+  // Nothing for a --job: a name the tables have never seen is a typo, exit 2 (a first page only: a later one may be empty).
+  if (options.job !== undefined && page.runs.length === 0 && options.before === undefined) await assertKnownJob(guard, options.job);
   const rows = page.runs.map((run) => [
     formatTime(run.startedAt),
     run.job,
@@ -105,7 +109,14 @@ export async function historyCommand(guard: Guard, options: CommandOptions): Pro
 
 export async function doctorCommand(guard: Guard, options: CommandOptions = {}): Promise<CommandOutput> {
   if (options.nodes !== undefined) throw new UsageError('--node goes with --probe: cronguard doctor --probe --node <url>');
-  const jobs = await guard.doctor();
+  const all = await guard.doctor();
+  // Every job the tables know is in the report (lock rows and declared schedules): one missing is a typo.
+  const jobs = options.job === undefined ? all : all.filter((job) => job.job === options.job);
+  if (options.job !== undefined && jobs.length === 0)
+    throw unknownJobError(
+      options.job,
+      all.map((job) => job.job),
+    );
   const rows = jobs.map((job) => [
     job.job,
     String(job.runs),

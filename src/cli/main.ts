@@ -35,6 +35,7 @@ Commands:
       --job <name>  --status <running|succeeded|failed|cancelled|abandoned|skipped>
       --since <24h>  --limit <50>  --before <cursor: the "next" of a --json page>
   doctor                      Per job: outcomes, durations, lockAtMostFor; exit 1 on problems
+      --job <name>
       --probe  --node <url>…      Active checks of the database instead: read-only, pooler, cluster,
                                   clocks, a live race for one lock; exit 1 on a FAIL (docs/topologies.md)
   slots                       Per scheduled job, each expected slot's outcome; exit 1 if missed, late or failed
@@ -46,6 +47,8 @@ Commands:
                               job no replica runs any more   --reason <text>  --by <who>
   dashboard                   Serve the web dashboard until Ctrl-C; prints its URL
       --port <4500>  --host <127.0.0.1>  --read-only (no unlock; use it when --host is not loopback)
+      --allow-host <name[:port]> (repeatable: a name a proxy or tunnel uses; others get 421)
+      --base-path </cronguard> (the path a reverse proxy serves it under, passed on as is)
   pause <job>                 No replica starts the job from its next attempt on (runs going on are not stopped)
       --until <2h | ISO time>  --reason <text>  --by <who>  --create (a job that has not run yet)
   resume <job>                Lift the pause      --reason <text>  --by <who>
@@ -63,7 +66,7 @@ Options:
   --version            Show cronguard's version
 
 Exit codes: 0 fine, 1 doctor found problems, slots found missed, late or failed slots, or unlock found
-nothing to unlock, 2 usage or connection error.
+nothing to unlock, 2 usage or connection error, or a --job the tables have never seen.
 `;
 
 /** Options each command accepts, besides --database, --table-prefix and --json. */
@@ -72,12 +75,12 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   versions: [],
   locks: [],
   history: ['job', 'status', 'since', 'limit', 'before'],
-  doctor: ['probe', 'node'],
+  doctor: ['job', 'probe', 'node'],
   slots: ['job', 'since'],
   prune: ['older-than'],
   unlock: ['force', 'reason', 'by'],
   forget: ['reason', 'by'],
-  dashboard: ['port', 'host', 'read-only'],
+  dashboard: ['port', 'host', 'read-only', 'allow-host', 'base-path'],
   pause: ['until', 'reason', 'by', 'create'],
   resume: ['reason', 'by'],
   trigger: ['force', 'by'],
@@ -109,6 +112,8 @@ export async function main(argv: string[]): Promise<number> {
         port: { type: 'string' },
         host: { type: 'string' },
         'read-only': { type: 'boolean' },
+        'allow-host': { type: 'string', multiple: true },
+        'base-path': { type: 'string' },
         until: { type: 'string' },
         reason: { type: 'string' },
         by: { type: 'string' },
@@ -192,15 +197,23 @@ export async function main(argv: string[]): Promise<number> {
 
   let guard: Guard | undefined;
   try {
-    // Errors are logged by the CLI itself, once, as one line.
+    // Errors are logged by the CLI itself, once, as one line; the dashboard's own (a page that
+    // failed, a refused host) go to stderr as they happen.
+    const toStderr = (message: string): void => void process.stderr.write(`cronguard: ${printable(message)}\n`);
     guard = createGuard({
       database,
       tablePrefix: values['table-prefix'] ?? 'cronguard_',
-      logger: { warn: () => {}, error: () => {} },
+      logger: command === 'dashboard' ? { warn: toStderr, error: toStderr } : { warn: () => {}, error: () => {} },
     });
     const output =
       command === 'dashboard'
-        ? await dashboardCommand(guard, { port: values.port, host: values.host, readOnly: values['read-only'] })
+        ? await dashboardCommand(guard, {
+            port: values.port,
+            host: values.host,
+            readOnly: values['read-only'],
+            allowHosts: values['allow-host'] ?? [],
+            ...(values['base-path'] === undefined ? {} : { basePath: values['base-path'] }),
+          })
         : await run(guard, command, job, options);
     process.stdout.write(values.json === true ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
     return output.exitCode;

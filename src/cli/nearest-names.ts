@@ -16,22 +16,38 @@ function editDistance(a: string, b: string): number {
   return at(a.length, b.length);
 }
 
-/**
- * The known names closest to `name`, nearest first, at most `limit`: those within a third of its
- * length in edits (at least 2), or that contain it or that it contains.
- */
-export function nearestNames(name: string, known: readonly string[], limit = 3): string[] {
+interface Ranked {
+  readonly candidate: string;
+  readonly distance: number;
+  /** Within a third of the name's length in edits (at least 2), or containing it, or contained in it. */
+  readonly near: boolean;
+}
+
+function ranked(name: string, known: Iterable<string>): Ranked[] {
   const wanted = name.toLowerCase();
   const within = Math.max(2, Math.floor(wanted.length / 3));
-  return known
+  return [...new Set(known)]
+    .filter((candidate) => candidate !== name)
     .map((candidate) => {
       const lower = candidate.toLowerCase();
       const distance = editDistance(wanted, lower);
       const related = wanted.length >= 3 && (lower.includes(wanted) || wanted.includes(lower));
       return { candidate, distance, near: distance <= within || related };
     })
-    .filter((entry) => entry.near && entry.candidate !== name)
-    .sort((a, b) => a.distance - b.distance || a.candidate.localeCompare(b.candidate))
+    .sort((a, b) => a.distance - b.distance || (a.candidate < b.candidate ? -1 : 1));
+}
+
+/** The known names closest to `name`, nearest first, at most `limit`, however far. */
+export function closestNames(name: string, known: Iterable<string>, limit = 3): string[] {
+  return ranked(name, known)
+    .slice(0, limit)
+    .map((entry) => entry.candidate);
+}
+
+/** `closestNames`, only those near enough to be a typo of it. */
+export function nearestNames(name: string, known: Iterable<string>, limit = 3): string[] {
+  return ranked(name, known)
+    .filter((entry) => entry.near)
     .slice(0, limit)
     .map((entry) => entry.candidate);
 }

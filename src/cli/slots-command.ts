@@ -1,6 +1,7 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
 import { formatTable, formatTime, printable } from './format.js';
+import { assertKnownJob } from './unknown-job.js';
 
 /** Outcomes listed per slot; the others are only counted. */
 const LISTED = new Set(['missed', 'late', 'failed', 'cancelled', 'overlapped', 'paused']);
@@ -17,6 +18,15 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
     ...(options.job === undefined ? {} : { job: options.job }),
     since: options.since ?? '24h',
   });
+  // No ledger for a --job: a typo (exit 2) unless the tables know the job, which then has no schedule.
+  if (options.job !== undefined && ledgers.length === 0) {
+    await assertKnownJob(guard, options.job);
+    return {
+      text: `Job "${printable(options.job)}" has no declared schedule (guard.schedule, a coordinator or a decorated job with \`cron\` declares one).\n`,
+      json: ledgers,
+      exitCode: 0,
+    };
+  }
   const summary = formatTable(
     ['job', 'schedule', 'slots', 'succeeded', 'late', 'missed', 'overlapped', 'failed', 'cancelled', 'running', 'since'],
     ledgers.map((ledger) => [

@@ -121,6 +121,11 @@ export class GuardControls {
     });
   }
 
+  /** The guard's logger, for what works beside the controls (the dashboard's errors). */
+  get logger(): Logger {
+    return this.#parts.logger;
+  }
+
   attach(wiring: GuardControlsWiring): void {
     this.#wiring = wiring;
   }

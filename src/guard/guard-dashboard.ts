@@ -26,7 +26,7 @@ export function dashboardSource(admin: Administration, operator: GuardControls):
   };
 }
 
-/** A guard's web dashboard (`guard.dashboard()`). */
+/** A guard's web dashboard (`guard.dashboard()`): its errors go to the guard's logger. */
 export function guardDashboard(admin: Administration, operator: GuardControls, options: DashboardOptions | undefined): DashboardHandler {
-  return createDashboard(dashboardSource(admin, operator), options);
+  return createDashboard(dashboardSource(admin, operator), options, operator.logger);
 }

@@ -121,8 +121,9 @@ export class OperatedGuard {
    * `controlPollInterval` (PostgreSQL: at once, through LISTEN/NOTIFY). The run has no slot: it
    * neither moves the slot watermark nor uses up the next scheduled slot, and its history row says
    * who asked (`triggeredBy`). Refused with a `GuardError` `JOB_PAUSED` while the job is paused,
-   * unless `force`. A request still pending is replaced (the job runs once). Resolves with the
-   * request's id.
+   * unless `force`. While a request of the job is pending (asked, not yet taken by a replica),
+   * nothing new is asked: it resolves with that request's id (a `force` makes it forced), so a
+   * double click or a retry runs the job once. Resolves with the request's id.
    */
   trigger(name: string, options?: TriggerOptions): Promise<string> {
     return this.#controls.trigger(name, options);

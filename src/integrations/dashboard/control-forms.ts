@@ -4,6 +4,7 @@ import { describeValue } from '../../core/describe-value.js';
 import type { DurationInput } from '../../core/duration.js';
 import { storableText } from '../../core/error-text.js';
 import { CSRF_FIELD } from './csrf.js';
+import { SUBMISSION_FIELD } from './submissions.js';
 import { formatTime } from './format.js';
 import { html, type Html } from './html.js';
 import type { PageContext } from './layout.js';
@@ -94,7 +95,7 @@ export function controlForms(context: PageContext, name: string, lock: LockRecor
       type="hidden"
       name="job"
       value="${name}"
-    />`;
+    />${context.submission === undefined ? '' : html`<input type="hidden" name="${SUBMISSION_FIELD}" value="${context.submission}" />`}`;
   const paused = (lock?.paused ?? null) !== null;
   // Formatted by hand: one line per field, each label's text whole.
   // prettier-ignore

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeValue } from '../../core/describe-value.js';
+import { parseHost, type HostName } from './allowed-hosts.js';
 
 /** Options of `guard.dashboard()`. */
 export interface DashboardOptions {
@@ -32,6 +33,26 @@ export interface DashboardOptions {
    * @default 'dashboard'
    */
   actor?: (req: IncomingMessage) => string | undefined | Promise<string | undefined>;
+  /**
+   * The host names the dashboard answers to, as a browser sends them in `Host`: `'ops.example.com'`
+   * (any port) or `'ops.example.com:8443'`, `'[::1]:3000'`. A request for any other host gets 421 with
+   * no page, no cookie and no token, and a POST whose `Origin` is not one of them is refused: a
+   * page on another site whose name re-resolves to your server (DNS rebinding) gets nothing.
+   * Unset, every host is answered and a POST's `Origin` must be the host it was sent to: your app's
+   * routing and `authorize(req)` stay the real gate, which suffices when `authorize` checks a
+   * credential the browser sends only to your own origin (a session cookie, an Authorization
+   * header). Set it whenever `authorize` does not (`() => true`, a check of the client's address).
+   * @default undefined: any host
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Believe a reverse proxy's `X-Forwarded-Host` (the host checked against `allowedHosts` and
+   * compared with a POST's `Origin`) and `X-Forwarded-Proto` (`https` makes the CSRF cookie
+   * `Secure`). Turn it on only when every request comes through a proxy that sets (or strips)
+   * these headers: a client reaching the dashboard directly could send them itself.
+   * @default false
+   */
+  trustProxy?: boolean;
 }
 
 /**
@@ -45,15 +66,30 @@ export interface ResolvedDashboardOptions {
   readonly authorize: ((req: IncomingMessage) => boolean | Promise<boolean>) | undefined;
   readonly basePath: string | undefined;
   readonly actor: ((req: IncomingMessage) => string | undefined | Promise<string | undefined>) | undefined;
+  /** Undefined: any host. */
+  readonly allowedHosts: readonly HostName[] | undefined;
+  readonly trustProxy: boolean;
+}
+
+function hostList(value: unknown): readonly HostName[] | undefined {
+  if (value === undefined) return undefined;
+  const expected = "Expected `allowedHosts` of the dashboard to be an array of host names like 'ops.example.com' or 'localhost:4500'";
+  if (!Array.isArray(value)) throw new TypeError(`${expected}, got ${describeValue(value)}`);
+  return value.map((entry: unknown) => {
+    const host = typeof entry === 'string' ? parseHost(entry) : undefined;
+    if (host === undefined) throw new TypeError(`${expected}, got ${describeValue(entry)} in it`);
+    return host;
+  });
 }
 
 /** Validates the options now, with a `TypeError` naming the option and the value. */
 export function resolveDashboardOptions(options: unknown): ResolvedDashboardOptions {
-  if (options === undefined) return { readOnly: true, authorize: undefined, basePath: undefined, actor: undefined };
+  if (options === undefined)
+    return { readOnly: true, authorize: undefined, basePath: undefined, actor: undefined, allowedHosts: undefined, trustProxy: false };
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`Expected the dashboard's options to be an object, got ${describeValue(options)}`);
   }
-  const { readOnly, authorize, basePath, actor } = options as Record<string, unknown>;
+  const { readOnly, authorize, basePath, actor, allowedHosts, trustProxy } = options as Record<string, unknown>;
   if (readOnly !== undefined && typeof readOnly !== 'boolean') {
     throw new TypeError(`Expected \`readOnly\` of the dashboard to be a boolean, got ${describeValue(readOnly)}`);
   }
@@ -72,7 +108,12 @@ export function resolveDashboardOptions(options: unknown): ResolvedDashboardOpti
   if (actor !== undefined && typeof actor !== 'function') {
     throw new TypeError(`Expected \`actor\` of the dashboard to be a function (req) => string | undefined, got ${describeValue(actor)}`);
   }
+  if (trustProxy !== undefined && typeof trustProxy !== 'boolean') {
+    throw new TypeError(`Expected \`trustProxy\` of the dashboard to be a boolean, got ${describeValue(trustProxy)}`);
+  }
   return {
+    allowedHosts: hostList(allowedHosts),
+    trustProxy: trustProxy === true,
     readOnly: readOnly !== false,
     authorize: authorize as ResolvedDashboardOptions['authorize'],
     basePath: basePath === undefined ? undefined : basePath.replace(/\/$/, ''),

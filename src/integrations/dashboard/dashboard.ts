@@ -5,19 +5,23 @@ import type { RecentRuns, RunDetail } from '../../admin/dashboard-reads.js';
 import type { HistoryPage, HistoryQuery } from '../../admin/history.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { JobLedger, SlotsQuery } from '../../admin/slots.js';
-import { GuardError } from '../../core/errors.js';
+import { GuardError, messageOf } from '../../core/errors.js';
 import { validateJobName } from '../../core/job-options.js';
+import { consoleLogger, type Logger } from '../../core/logger.js';
+import { HostCheck } from './allowed-hosts.js';
 import { applyControl, CONTROL_NOTICES, CONTROL_PATHS, operatorName, type DashboardControls } from './control-forms.js';
 import { CsrfProtection, CSRF_FIELD } from './csrf.js';
 import { resolveDashboardOptions, type DashboardHandler, type DashboardOptions } from './dashboard-options.js';
-import { html, type Html } from './html.js';
+import type { Html } from './html.js';
 import { axis, FIT_RUNS, jobPage, RANGE_NAMES, RANGES } from './job-page.js';
-import { page, type PageContext } from './layout.js';
+import type { PageContext } from './layout.js';
 import { locksPage } from './locks-page.js';
 import { overviewPage, STRIP_RUNS } from './overview-page.js';
 export type { DashboardHandler, DashboardOptions } from './dashboard-options.js';
 import { readForm } from './request-body.js';
+import { HttpError, notMine, refuseHost, send, sendError, statusOf } from './responses.js';
 import { runPage } from './run-page.js';
+import { newSubmissionKey, Submissions, SUBMISSION_FIELD } from './submissions.js';
 
 /** What the dashboard reads and does: the guard's administration. */
 export interface DashboardSource {
@@ -50,19 +54,14 @@ const NOTICES: Readonly<Record<string, string>> = {
   ...CONTROL_NOTICES,
 };
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 /** Builds the dashboard's request handler over a guard's administration. */
-export function createDashboard(source: DashboardSource, options?: DashboardOptions): DashboardHandler {
+export function createDashboard(source: DashboardSource, options?: DashboardOptions, logger: Logger = consoleLogger): DashboardHandler {
   const settings = resolveDashboardOptions(options);
-  const csrf = new CsrfProtection();
+  const hosts = new HostCheck(settings.allowedHosts, settings.trustProxy);
+  const csrf = new CsrfProtection(hosts);
+  const submissions = new Submissions();
+  /** The refused hosts already logged: a rebinding page that keeps refreshing is logged once. */
+  const refusedHosts = new Set<string>();
   const reads = new Map<string, { at: number; value: Promise<unknown> }>();
 
   function shared<T>(key: string, read: () => Promise<T>): Promise<T> {
@@ -85,11 +84,16 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     }
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, next: ((error?: unknown) => void) | undefined): Promise<void> {
+  /** Where the dashboard's links start: `basePath`, else Express's mount path (`req.baseUrl`), else the root. */
+  function baseOf(req: IncomingMessage): { base: string; stripped: boolean } {
     // Express's app.use(path, handler) strips its mount path from req.url and keeps it in req.baseUrl.
     const mountedAt = (req as IncomingMessage & { baseUrl?: unknown }).baseUrl;
     const stripped = typeof mountedAt === 'string' && mountedAt !== '';
-    const base = settings.basePath ?? (stripped ? mountedAt : '');
+    return { base: settings.basePath ?? (stripped ? mountedAt : ''), stripped };
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, next: ((error?: unknown) => void) | undefined): Promise<void> {
+    const { base, stripped } = baseOf(req);
     const url = req.url ?? '/';
     const queryAt = url.indexOf('?');
     let path = queryAt === -1 ? url : url.slice(0, queryAt);
@@ -100,6 +104,17 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     }
     if (path === '') path = '/';
     const method = req.method ?? 'GET';
+    // Before anything is read or changed: a foreign Host is a page rebound to this address.
+    if (!hosts.allows(req)) {
+      const host = hosts.requestHost(req) ?? '';
+      if (!refusedHosts.has(host) && refusedHosts.size < 100) {
+        refusedHosts.add(host);
+        logger.warn(
+          `Dashboard refused ${method} ${JSON.stringify(path)} for host ${JSON.stringify(host)}: not an allowed host (DNS rebinding?)`,
+        );
+      }
+      return refuseHost(res);
+    }
     const nonce = randomBytes(16).toString('base64');
     let context: PageContext = { base, nonce, csrfToken: undefined };
     const headers: Record<string, string> = {};
@@ -182,7 +197,8 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     const notice = NOTICES[query.get('notice') ?? ''];
     const { controls } = source;
     const audit = controls === undefined ? undefined : await shared(`audit\0${name}`, () => controls.audit(name));
-    return jobPage(context, { name, range, runs: page.runs, lock, now, notice, ledger, audit });
+    const submission = context.csrfToken === undefined ? undefined : newSubmissionKey();
+    return jobPage({ ...context, submission }, { name, range, runs: page.runs, lock, now, notice, ledger, audit });
   }
 
   /**
@@ -202,6 +218,14 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     } catch {
       throw new HttpError(400, 'The form names no valid job.');
     }
+    // The same rendered form submitted again (a double click) gets the first submission's notice.
+    const notice = await submissions.once(form.get(SUBMISSION_FIELD), `${path}\0${job}`, () => change(req, path, job, form));
+    reads.clear();
+    return `${base}/job?name=${encodeURIComponent(job)}&notice=${notice}`;
+  }
+
+  /** Applies a control POSTed from a job page, checked by `control`; returns the notice to show. */
+  async function change(req: IncomingMessage, path: string, job: string, form: URLSearchParams): Promise<string> {
     let notice: string;
     let by: string;
     try {
@@ -226,61 +250,28 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
         throw error;
       }
     }
-    reads.clear();
-    return `${base}/job?name=${encodeURIComponent(job)}&notice=${notice}`;
+    return notice;
   }
 
   return (req, res, next) => {
     handle(req, res, next).catch((error: unknown) => {
+      const status = statusOf(error);
+      // Method, path and what failed: never the headers (cookies) nor the form (its token).
+      const where = `Dashboard ${req.method ?? 'GET'} ${JSON.stringify((req.url ?? '/').split('?')[0])}`;
+      if (status >= 500) logger.error(`${where} failed: ${describeFailure(error)}`);
+      else if (status !== 404) logger.warn(`${where} refused (${status}): ${messageOf(error)}`);
       if (res.headersSent) {
         res.destroy();
         return;
       }
-      const status = error instanceof HttpError ? error.status : 500;
-      // A driver's message may name a host, a user or a URL: only the guard's own messages are shown.
-      const message =
-        error instanceof HttpError || error instanceof GuardError
-          ? error.message
-          : "The dashboard could not read the database (see the server's log).";
-      const nonce = randomBytes(16).toString('base64');
-      const base = settings.basePath ?? '';
-      send(
-        res,
-        status,
-        page(
-          { base, nonce, csrfToken: undefined },
-          `Error ${status}`,
-          html`<h1>Error ${status}</h1>
-            <p>${message}</p>`,
-        ),
-        nonce,
-        {},
-        false,
-      );
+      sendError(res, error, baseOf(req).base);
     });
   };
 }
 
-function notMine(res: ServerResponse, next: ((error?: unknown) => void) | undefined): void {
-  if (next !== undefined) {
-    next();
-    return;
-  }
-  throw new HttpError(404, 'No such page.');
-}
-
-function send(res: ServerResponse, status: number, body: Html, nonce: string, headers: Record<string, string>, headOnly: boolean): void {
-  const text = body.toString();
-  res.writeHead(status, {
-    ...headers,
-    'Content-Type': 'text/html; charset=utf-8',
-    'Content-Length': String(Buffer.byteLength(text)),
-    // Defence in depth behind the escaping: only this response's own style and script run.
-    'Content-Security-Policy': `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-    'X-Content-Type-Options': 'nosniff',
-    // Not no-referrer: under it a browser sends `Origin: null` with the forms' POSTs, which the CSRF check refuses.
-    'Referrer-Policy': 'same-origin',
-    'Cache-Control': 'no-store',
-  });
-  res.end(headOnly ? undefined : text);
+/** An error and its cause, on one line, for the log. */
+function describeFailure(error: unknown): string {
+  const message = messageOf(error);
+  const cause = error instanceof Error && error.cause !== undefined ? messageOf(error.cause) : '';
+  return (cause === '' || message.includes(cause) ? message : `${message}: ${cause}`).replace(/\s*\n\s*/g, ' ');
 }

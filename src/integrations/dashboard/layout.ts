@@ -18,6 +18,8 @@ export interface PageContext {
   readonly nonce: string;
   /** The CSRF token of this browser, when this request may use controls. */
   readonly csrfToken: string | undefined;
+  /** The key of this rendering's control forms (`submissions.ts`): submitted twice, a form changes things once. */
+  readonly submission?: string | undefined;
 }
 
 const STYLE = `
