@@ -238,7 +238,9 @@ describe.sequential(TOPOLOGY, () => {
     expect(duplicatedAnywhere(all)).toEqual([]);
     expect(steady.duplicated).toBe(0);
     // Lost races (every replica but one, every slot, across nodes: certification conflicts) log nothing.
-    expect(summarizeLogs(steadyLogged.logs)).toEqual([]);
+    // The slot ledger's "missed N slot(s)" warning is not about a race: an overloaded machine (load
+    // average 30 on 2 cores) misses slots, which `missed` counts; every other line would be.
+    expect(summarizeLogs(steadyLogged.logs.filter(({ message }) => !/ missed \d+ slot\(s\) /.test(message)))).toEqual([]);
     expect(steadyLogged.failedSkips).toEqual([]);
     // Most slots ran (a busy 2-core machine may miss a few).
     expect(steady.ranOnce).toBeGreaterThan(steady.expected / 2);
