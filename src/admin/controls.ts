@@ -101,22 +101,6 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
     return rows.length > 0;
   }
 
-  /**
-   * Changes a job's lock row, creating it (free, never run) when the job has none yet: a job can be
-   * paused, or asked to run, before its first deploy. An UPDATE first, then an INSERT; an INSERT
-   * that loses to a concurrent creator (a duplicate key, whatever the driver calls it) is followed
-   * by the UPDATE again.
-   */
-  async function onRow(job: string, update: () => Promise<bigint>, insert: () => Promise<unknown>): Promise<void> {
-    if ((await update()) > 0n) return;
-    try {
-      await insert();
-    } catch (error) {
-      if (!(await rowExists(job))) throw error;
-      await update();
-    }
-  }
-
   async function pauseState(job: string): Promise<PauseState | undefined> {
     // Aliases that are no keyword anywhere (BY, UNTIL, FORCE are, on one server or another).
     const { rows } = await sql<{
