@@ -5,7 +5,6 @@ import type { Dialect, TableNames } from '../core/dialect.js';
 import type { DurationInput } from '../core/duration.js';
 import { validateJobName } from '../core/job-options.js';
 import {
-  expectedSlots,
   lateAfterMs,
   MAX_LEDGER_SLOTS,
   slotLedger,
@@ -14,6 +13,7 @@ import {
   type LedgerSlot,
   type SlotOutcome,
 } from '../core/slot-ledger.js';
+import { expectedSlotsInTurns } from '../core/slot-walk.js';
 import { pointInTime } from './history.js';
 import { readPauseIntervals } from './pause-reads.js';
 import type { DeclaredSchedule, ScheduleStore } from './job-schedules.js';
@@ -146,7 +146,9 @@ export function createSlotsReader(
         retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY,
       );
       const to = new Date(Math.max(end, from.getTime()));
-      const expected = expectedSlots(cron, from, to);
+      // In turns that give the event loop back (a week of an every-second job is 10,000 fires of
+      // node-cron's matcher), the schedule's fires remembered for the next read.
+      const expected = await expectedSlotsInTurns(cron, from, to);
       const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;
       const pauses = await readPauseIntervals(db, dialect, tables, schedule.name, covered, to);
       const runsInRange = await rowsFor(schedule, covered, to);
