@@ -81,3 +81,20 @@ export async function seedHistory(raw: RawDatabase, dialect: DialectName, prefix
   else if (dialect === 'mysql') await raw.exec(`ANALYZE TABLE ${prefix}runs, ${prefix}locks, ${prefix}jobs`);
   else await raw.exec('ANALYZE');
 }
+
+/** More jobs after the first `from` (lock rows, each declared on `expression`), no runs: the job count grows, the history does not. */
+export async function seedMoreJobs(
+  raw: RawDatabase,
+  dialect: DialectName,
+  prefix: string,
+  { from, to, expression }: { from: number; to: number; expression: string },
+): Promise<void> {
+  if (!/^[-*/,0-9 ]+$/.test(expression)) throw new Error(`not a seedable expression: ${expression}`);
+  const { name, before, base } = expressions(dialect);
+  const range = `(${numbers(dialect, to)}) AS jobs CROSS JOIN ${base} WHERE i >= ${from}`;
+  await raw.exec(`INSERT INTO ${prefix}locks (name, lock_until, locked_at, locked_by)
+    SELECT ${name('i')}, ${before('86400')}, ${before('86400')}, 'seed' FROM ${range}`);
+  await raw.exec(`INSERT INTO ${prefix}jobs
+      (name, cron_expression, time_zone, lock_at_most_for_ms, lock_at_least_for_ms, catch_up_ms, declared_by, declared_at, changed_at)
+    SELECT ${name('i')}, '${expression}', NULL, 60000, 0, NULL, 'seed', ${before('0')}, ${before('172800')} FROM ${range}`);
+}
