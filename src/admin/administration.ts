@@ -3,6 +3,7 @@ import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
+import { createJobListReader, DASHBOARD_PAGE_JOBS, type JobNamesQuery } from './dashboard-jobs.js';
 import { createDashboardLedgerReader, type RecentSlots } from './dashboard-ledger.js';
 import { createDashboardReader, type RecentRuns, type RunDetail } from './dashboard-reads.js';
 import { packageVersionOrUnknown } from '../core/package-version.js';
@@ -53,6 +54,7 @@ export class Administration {
   readonly #prune: ReturnType<typeof createPruner>;
   readonly #dashboardReader: ReturnType<typeof createDashboardReader>;
   readonly #recentSlots: ReturnType<typeof createDashboardLedgerReader>;
+  readonly #jobNames: ReturnType<typeof createJobListReader>;
   readonly #replicas: ReplicaTable;
   /** The jobs table: declared schedules (the slot ledger). */
   readonly schedules: ScheduleStore;
@@ -70,6 +72,7 @@ export class Administration {
     this.#lockReader = createLockReader(parts.db, parts.dialect, parts.tables);
     this.#prune = createPruner(parts.db, parts.dialect, parts.tables);
     this.#dashboardReader = createDashboardReader(parts.db, parts.dialect, parts.tables);
+    this.#jobNames = createJobListReader(parts.db, parts.dialect, parts.tables);
     this.#replicas = createReplicaTable(parts.db, parts.dialect, parts.tables);
     this.schedules = createScheduleStore(parts.db, parts.dialect, parts.tables);
     this.#readSlots = createSlotsReader(parts.db, parts.dialect, parts.tables, this.schedules, () => this.#lockReader.now());
@@ -96,11 +99,11 @@ export class Administration {
     return this.#reading(async () => this.#readHistory(query, { controls: await this.#hasControls() }), 'history');
   }
 
-  /** Each lock row with the cronguard version its holder recorded (migration 003). */
-  locks(): Promise<LockRecord[]> {
+  /** Each lock row (or those of the jobs named) with the cronguard version its holder recorded (migration 003). */
+  locks(names?: readonly string[]): Promise<LockRecord[]> {
     return this.#reading(async () => {
       const replicas = await this.#replicas.list();
-      return (await this.#lockReader.list(await this.#hasControls())).map((lock) => ({
+      return (await this.#lockReader.list(await this.#hasControls(), names)).map((lock) => ({
         ...lock,
         version: holderVersion(lock.lockedBy, replicas),
       }));
@@ -126,14 +129,19 @@ export class Administration {
     }, 'versions');
   }
 
-  /** Every job's newest runs, in one query (the dashboard's overview). */
-  recentRuns(perJob: number): Promise<RecentRuns> {
-    return this.#reading(() => this.#dashboardReader.recentRuns(perJob), 'dashboard');
+  /** A page of job names: lock rows and declared schedules (the dashboard's overview). */
+  jobNames(query: JobNamesQuery): Promise<string[]> {
+    return this.#reading(() => this.#jobNames(query), 'dashboard');
   }
 
-  /** Every scheduled job's newest slots and their pauses, in four queries whatever the number of jobs (the dashboard's overview). */
-  recentSlots(perJob: number): Promise<RecentSlots> {
-    return this.#reading(() => this.#recentSlots(perJob), 'dashboard');
+  /** The newest runs of a page of jobs, in one query (the dashboard's overview). */
+  recentRuns(jobs: readonly string[], perJob: number): Promise<RecentRuns> {
+    return this.#reading(() => this.#dashboardReader.recentRuns(jobs, perJob), 'dashboard');
+  }
+
+  /** The newest slots of a page of jobs and their pauses, in four queries (the dashboard's overview). */
+  recentSlots(jobs: readonly string[], perJob: number): Promise<RecentSlots> {
+    return this.#reading(() => this.#recentSlots(jobs, perJob), 'dashboard');
   }
 
   /** One run by its id (the dashboard's run page). */
@@ -154,13 +162,15 @@ export class Administration {
     }, 'forget');
   }
 
-  /** Every job the tables know: a lock row or a declared schedule, by name. */
-  jobNames(): Promise<string[]> {
+  /** Every job the tables know (a lock row or a declared schedule), by name, read a page at a time: for a "did you mean". */
+  allJobNames(): Promise<string[]> {
     return this.#reading(async () => {
-      const versions = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
-      const locks = await this.#lockReader.list(hasOperatorControls(versions));
-      const schedules = hasSlotLedger(versions) ? await this.schedules.list() : [];
-      return [...new Set([...locks.map((lock) => lock.name), ...schedules.map((schedule) => schedule.name)])].sort();
+      const names: string[] = [];
+      for (;;) {
+        const page = await this.#jobNames({ after: names.at(-1), limit: DASHBOARD_PAGE_JOBS + 1 });
+        names.push(...page);
+        if (page.length < DASHBOARD_PAGE_JOBS + 1) return names;
+      }
     }, 'jobNames');
   }
 

@@ -2,7 +2,9 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import { resolveCronSlots } from '../core/cron-slots.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
-import { expectedSlots, slotLedger, type LedgerSlot } from '../core/slot-ledger.js';
+import { slotLedger, type LedgerSlot } from '../core/slot-ledger.js';
+import { expectedSlotsInTurns } from '../core/slot-walk.js';
+import { DASHBOARD_PAGE_JOBS } from './dashboard-jobs.js';
 import type { ScheduleStore } from './job-schedules.js';
 import { readPauseIntervalsOfJobs } from './pause-reads.js';
 import { DECLARE_EVERY_MS, ledgerRunColumns, RETIRE_AFTER_MS, settledSlots, toLedgerRun, type LedgerRow } from './slots.js';
@@ -17,16 +19,16 @@ export interface RecentJobSlots {
   readonly slots: readonly LedgerSlot[];
 }
 
-/** Every scheduled job's newest slots, and the database's clock they were read at. */
+/** The newest slots of a page's scheduled jobs, and the database's clock they were read at. */
 export interface RecentSlots {
   readonly jobs: ReadonlyMap<string, RecentJobSlots>;
   readonly now: Date;
 }
 
 /**
- * The overview's ledger, whatever the number of jobs in four queries: the database's clock, the
- * declared schedules, one read of the runs of every scheduled job's newest slots, and one of their
- * pauses (`guard.slots()` reads one job at a time, two queries per job).
+ * The ledger of a page of the overview (at most DASHBOARD_PAGE_JOBS jobs) in four queries: the
+ * database's clock, the page's declared schedules, one read of the runs of their newest slots,
+ * and one of their pauses (`guard.slots()` reads one job at a time, two queries per job).
  */
 export function createDashboardLedgerReader(
   db: Kysely<unknown>,
@@ -39,10 +41,11 @@ export function createDashboardLedgerReader(
   const reads = dialect.reads;
   const columns = sql.raw(ledgerRunColumns(reads));
 
-  return async function recentSlots(perJob: number): Promise<RecentSlots> {
+  return async function recentSlots(names: readonly string[], perJob: number): Promise<RecentSlots> {
+    if (names.length > DASHBOARD_PAGE_JOBS) throw new RangeError(`At most ${DASHBOARD_PAGE_JOBS} jobs per read, got ${names.length}`);
     const now = await databaseNow();
     const windows = [];
-    for (const schedule of await schedules.list()) {
+    for (const schedule of await schedules.listOf(names)) {
       let cron;
       try {
         cron = resolveCronSlots(schedule.expression, schedule.timezone ?? undefined, schedule.name);
@@ -57,16 +60,18 @@ export function createDashboardLedgerReader(
       const to = new Date(Math.max(end, schedule.changedAt.getTime()));
       // The newest perJob + 1 fires: the walk costs about that many, whatever the schedule's age
       // (one more than shown, as the newest may not be settled yet).
-      const expected = expectedSlots(cron, schedule.changedAt, to, perJob + 1);
+      const expected = await expectedSlotsInTurns(cron, schedule.changedAt, to, perJob + 1);
       const first = expected.slots[0] ?? to;
       const before = new Date(first.getTime() - Math.max(schedule.lockAtMostForMs, schedule.lockAtLeastForMs));
       windows.push({ schedule, cron, retired, expected, before, to });
     }
     const rowsByJob = new Map<string, LedgerRow[]>();
     if (windows.length > 0) {
-      // One statement for every job: an OR of (job_name, slot range) terms, each a range on the
-      // (job_name, slot) index, bound as parameters. From one lock duration before each job's
-      // first slot, so that a run of an earlier slot still holding the lock then is seen.
+      // One statement for the page's jobs: an OR of (job_name, slot range) terms, each a range on
+      // the (job_name, slot) index, bound as parameters; at most DASHBOARD_PAGE_JOBS terms, so
+      // the statement never grows with the number of jobs in the tables (SQLite refuses an
+      // expression tree deeper than 1,000). From one lock duration before each job's first slot,
+      // so that a run of an earlier slot still holding the lock then is seen.
       const ranges = windows.map(
         ({ schedule, before, to }) =>
           sql`(job_name = ${schedule.name} AND slot >= ${reads.timeParameter(before)} AND slot < ${reads.timeParameter(to)})`,

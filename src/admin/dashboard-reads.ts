@@ -1,9 +1,10 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
+import { DASHBOARD_PAGE_JOBS } from './dashboard-jobs.js';
 import { runRecordColumns, toDate, toRunRecord, type RunRecord, type RunRow } from './run-record.js';
 
-/** Every job's newest runs, read in one query, and the database's clock at that read. */
+/** The newest runs of a page of jobs, read in one query, and the database's clock at that read. */
 export interface RecentRuns {
   /** Per job, newest first, at most `perJob` runs; `skipped` rows left out. */
   readonly runs: ReadonlyMap<string, RunRecord[]>;
@@ -42,7 +43,7 @@ export function tookOver(earlier: RunRecord, later: RunRecord): boolean {
 
 type DetailRow = RunRow & { missed_slots: number | string | null; catch_up: boolean | number | null; side: string };
 
-/** The reads of the web dashboard that `history()` does not answer: whatever the number of jobs, one query each. */
+/** The reads of the web dashboard that `history()` does not answer: each one query, bounded by what a page shows. */
 export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
   const table = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   const reads = dialect.reads;
@@ -54,17 +55,36 @@ export function createDashboardReader(db: Kysely<unknown>, dialect: Dialect, tab
   const databaseNow = sql.raw(`${reads.time(reads.now)} AS db_now`);
 
   return {
-    async recentRuns(perJob: number): Promise<RecentRuns> {
-      // One statement for every job (a page refresh must not cost a query per job): ROW_NUMBER over
-      // each job's runs, newest first (PostgreSQL, MySQL 8.0, MariaDB 10.2 and SQLite 3.25 have it),
-      // served by the (job_name, started_at, id) index. Skips are left out: with recordSkips every
-      // losing replica writes one per tick, and they would crowd the runs out of the strip.
-      const { rows } = await sql<RunRow & { db_now: Date | string }>`SELECT ${columns}, ${databaseNow}
-        FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY job_name ORDER BY started_at DESC, id DESC) AS recency
-              FROM ${table} WHERE status <> 'skipped') AS recent
-        WHERE recency <= ${perJob}
-        ORDER BY job_name, started_at DESC, id DESC`.execute(db);
+    /**
+     * The newest runs of the jobs named (at most DASHBOARD_PAGE_JOBS: a page of the overview),
+     * whatever the size of the history: each job's runs read backwards on the (job_name,
+     * started_at, id) index and stopped after `perJob` (skips left out: with recordSkips every
+     * losing replica writes one per tick, and they would crowd the runs out of the strip). One
+     * statement, whose size never grows with the number of jobs in the tables.
+     */
+    async recentRuns(jobs: readonly string[], perJob: number): Promise<RecentRuns> {
       const runs = new Map<string, RunRecord[]>();
+      if (jobs.length > DASHBOARD_PAGE_JOBS) throw new RangeError(`At most ${DASHBOARD_PAGE_JOBS} jobs per read, got ${jobs.length}`);
+      if (jobs.length === 0) return { runs, now: undefined };
+      const limit = Math.max(Math.trunc(perJob), 1);
+      const newest = (job: RawBuilder<unknown>) => sql`SELECT * FROM ${table} r
+        WHERE r.job_name = ${job} AND r.status <> 'skipped' ORDER BY r.started_at DESC, r.id DESC LIMIT ${limit}`;
+      // PostgreSQL: the page's names as one array parameter, each joined LATERAL to its own
+      // index read (the statement is the same text for 1 job or 50). MySQL (MariaDB has no
+      // LATERAL) and SQLite: one derived table per name, joined by UNION ALL, each the same index
+      // read with its own ORDER BY … LIMIT; at most DASHBOARD_PAGE_JOBS of them. The outer ORDER
+      // BY names the derived table's columns: on MySQL the select list's started_at is formatted
+      // text.
+      const perJobRuns =
+        dialect.name === 'postgres'
+          ? sql`SELECT recent.* FROM unnest(${[...jobs]}::text[]) AS page(name) CROSS JOIN LATERAL (${newest(sql`page.name`)}) AS recent`
+          : sql.join(
+              jobs.map((job, index) => sql`SELECT * FROM (${newest(sql`${job}`)}) AS ${sql.raw(`job_${index}`)}`),
+              sql` UNION ALL `,
+            );
+      const { rows } = await sql<RunRow & { db_now: Date | string }>`SELECT ${columns}, ${databaseNow}
+        FROM (${perJobRuns}) AS recent
+        ORDER BY recent.job_name, recent.started_at DESC, recent.id DESC`.execute(db);
       for (const row of rows) {
         const run = toRunRecord(row);
         const list = runs.get(run.job);

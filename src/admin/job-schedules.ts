@@ -158,17 +158,18 @@ export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, table
     async list(job?: string): Promise<DeclaredSchedule[]> {
       const where = job === undefined ? sql`` : sql`WHERE name = ${job}`;
       const { rows } = await sql<ScheduleRow>`SELECT ${columns} FROM ${jobs} ${where} ORDER BY name`.execute(db);
-      return rows.map((row) => ({
-        name: row.name,
-        expression: row.cron_expression,
-        timezone: row.time_zone,
-        lockAtMostForMs: Number(row.lock_at_most_for_ms),
-        lockAtLeastForMs: Number(row.lock_at_least_for_ms),
-        catchUpMs: row.catch_up_ms === null ? null : Number(row.catch_up_ms),
-        declaredBy: row.declared_by,
-        declaredAt: toDate(row.declared_at),
-        changedAt: toDate(row.changed_at),
-      }));
+      return rows.map(toSchedule);
+    },
+    /**
+     * The schedules of the jobs named (a page of the dashboard's overview): a primary-key lookup
+     * per name, the names bound one each; callers pass a page (at most DASHBOARD_PAGE_JOBS), so
+     * that the statement never grows with the number of jobs in the table.
+     */
+    async listOf(names: readonly string[]): Promise<DeclaredSchedule[]> {
+      if (names.length === 0) return [];
+      const { rows } = await sql<ScheduleRow>`SELECT ${columns} FROM ${jobs}
+        WHERE name IN (${sql.join([...names])}) ORDER BY name`.execute(db);
+      return rows.map(toSchedule);
     },
     /** The newest slot that ran (the lock row's watermark), or null: for catch-up at start. */
     async lastSlot(job: string): Promise<Date | null> {
@@ -182,3 +183,17 @@ export function createScheduleStore(db: Kysely<unknown>, dialect: Dialect, table
 }
 
 export type ScheduleStore = ReturnType<typeof createScheduleStore>;
+
+function toSchedule(row: ScheduleRow): DeclaredSchedule {
+  return {
+    name: row.name,
+    expression: row.cron_expression,
+    timezone: row.time_zone,
+    lockAtMostForMs: Number(row.lock_at_most_for_ms),
+    lockAtLeastForMs: Number(row.lock_at_least_for_ms),
+    catchUpMs: row.catch_up_ms === null ? null : Number(row.catch_up_ms),
+    declaredBy: row.declared_by,
+    declaredAt: toDate(row.declared_at),
+    changedAt: toDate(row.changed_at),
+  };
+}

@@ -120,9 +120,15 @@ export function createLockReader(db: Kysely<unknown>, dialect: Dialect, tables: 
       if (now === undefined) throw new Error('the database returned no time');
       return toDate(now);
     },
-    /** `controls`: the tables have migration 004's columns. */
-    async list(controls: boolean): Promise<Omit<LockRecord, 'version'>[]> {
-      const { rows } = await sql<LockRow>`SELECT ${controls ? columns : columnsBeforeControls} FROM ${locks} ORDER BY name`.execute(db);
+    /**
+     * `controls`: the tables have migration 004's columns. `names`: only these rows (a page of the
+     * dashboard, at most a few dozen names, each bound: primary-key lookups); else every row.
+     */
+    async list(controls: boolean, names?: readonly string[]): Promise<Omit<LockRecord, 'version'>[]> {
+      if (names !== undefined && names.length === 0) return [];
+      const where = names === undefined ? sql`` : sql`WHERE name IN (${sql.join([...names])})`;
+      const { rows } =
+        await sql<LockRow>`SELECT ${controls ? columns : columnsBeforeControls} FROM ${locks} ${where} ORDER BY name`.execute(db);
       return rows.map((row) => {
         const remaining = Number(row.remaining_ms);
         return {

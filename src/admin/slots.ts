@@ -5,7 +5,6 @@ import type { Dialect, TableNames } from '../core/dialect.js';
 import type { DurationInput } from '../core/duration.js';
 import { validateJobName } from '../core/job-options.js';
 import {
-  expectedSlots,
   lateAfterMs,
   MAX_LEDGER_SLOTS,
   slotLedger,
@@ -14,6 +13,7 @@ import {
   type LedgerSlot,
   type SlotOutcome,
 } from '../core/slot-ledger.js';
+import { expectedSlotsInTurns } from '../core/slot-walk.js';
 import { pointInTime } from './history.js';
 import { readPauseIntervals } from './pause-reads.js';
 import type { DeclaredSchedule, ScheduleStore } from './job-schedules.js';
@@ -188,7 +188,9 @@ export function createSlotsReader(
         retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY,
       );
       const to = new Date(Math.max(end, from.getTime()));
-      const walked = expectedSlots(cron, from, to);
+      // In turns that give the event loop back (a week of an every-second job is 10,000 fires of
+      // node-cron's matcher), the schedule's fires remembered for the next read.
+      const walked = await expectedSlotsInTurns(cron, from, to);
       const read = await rowsFor(schedule, walked.slots[0] !== undefined && walked.truncated ? walked.slots[0] : from, to);
       // Rows past the read's bound: the ledger covers the slots whose rows were all read, the newest.
       const cut = read.completeAfter;

@@ -105,12 +105,32 @@ export function lateAfterMs(intervalMs: number): number {
  * ledger then covers its last 10,000 s). Also the fire after the last one (its interval decides the
  * last slot's lateAfter), and `truncated` when older fires were left out.
  */
-export function expectedSlots(
+export function expectedSlots(cron: Pick<CronSlots, 'fireAfter'>, since: Date, until: Date, cap = MAX_LEDGER_SLOTS): ExpectedSlots {
+  const steps = expectedSlotSteps(cron, since, until, cap);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** The fires of a range, as `expectedSlots` gives them. */
+export interface ExpectedSlots {
+  readonly slots: Date[];
+  readonly following: Date | null;
+  readonly truncated: boolean;
+}
+
+/**
+ * `expectedSlots`' walk, one step per fire: it pauses (yields) after each fire, so that a caller
+ * may give the event loop back between steps (`expectedSlotsInTurns`); `expectedSlots` runs it
+ * to its end at once.
+ */
+export function* expectedSlotSteps(
   cron: Pick<CronSlots, 'fireAfter'>,
   since: Date,
   until: Date,
   cap = MAX_LEDGER_SLOTS,
-): { slots: Date[]; following: Date | null; truncated: boolean } {
+): Generator<void, ExpectedSlots, void> {
   // fireAfter looks strictly after the whole second it is given: from the second before `since`.
   const firstAfter = (at: number): Date => cron.fireAfter(new Date(Math.ceil(at / 1_000) * 1_000 - 1_000));
   const first = firstAfter(since.getTime());
@@ -122,10 +142,12 @@ export function expectedSlots(
   for (let walked = 0; fire < until; walked += 1) {
     if (walked >= 20 * cap) {
       // An irregular schedule denser near `until` than at `since`: keep walking from closer in.
-      return { ...expectedSlots(cron, new Date(fire.getTime()), until, cap), truncated: true };
+      const closer = yield* expectedSlotSteps(cron, new Date(fire.getTime()), until, cap);
+      return { ...closer, truncated: true };
     }
     slots.push(fire);
     fire = cron.fireAfter(fire);
+    yield;
   }
   if (slots.length > cap) {
     slots = slots.slice(-cap);

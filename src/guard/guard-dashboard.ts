@@ -10,12 +10,13 @@ import type { GuardControls } from './guard-controls.js';
 /** What a guard's dashboard reads and does: its administration, and its operator controls. */
 export function dashboardSource(admin: Administration, operator: GuardControls): DashboardSource {
   return {
-    recentRuns: (perJob) => admin.recentRuns(perJob),
-    recentSlots: (perJob) => admin.recentSlots(perJob),
+    jobNames: (query) => admin.jobNames(query),
+    recentRuns: (jobs, perJob) => admin.recentRuns(jobs, perJob),
+    recentSlots: (jobs, perJob) => admin.recentSlots(jobs, perJob),
     slots: (query) => admin.slots(query),
     run: (id) => admin.run(id),
     history: (query) => admin.history(query),
-    locks: () => admin.locks(),
+    locks: (names) => admin.locks(names),
     unlock: async (job, by) => (await admin.unlock(job, { by, reason: null })) !== undefined,
     controls: {
       pause: (job, pause) => operator.pause(job, pause),

@@ -77,7 +77,7 @@ export class OperatedGuard {
 
   /** Every job the tables know (a lock row or a declared schedule), by name: for a "did you mean" and for listings. */
   jobNames(): Promise<string[]> {
-    return this.#admin.jobNames();
+    return this.#admin.allJobNames();
   }
 
   /**

@@ -1,4 +1,4 @@
-// `npm run bench -- --only scale|ticks|contention`: one figure alone, on databases of its own, its table
+// `npm run bench -- --only scale|ticks|contention|dashboard`: one figure alone, on databases of its own, its table
 // printed (no file written), to look into one figure without the whole bench's ten minutes.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres } from '../setup/databases.js';
 import { contention, contentionLines } from './contention.js';
+import { dashboardFigure, dashboardLines } from './dashboard-reads.js';
 import { tickLatency, tickLatencyLines, type TickSize } from './tick-latency.js';
 import { tickScale, tickScaleLines, type TickScaleSize } from './tick-scale.js';
 
@@ -28,6 +29,21 @@ export async function contentionAlone(
       results.push({ dialect, contention: contentionFigure, tickContention: await contention(url, ...size, true) });
     }
     console.log(contentionLines(results, size).join('\n'));
+  });
+}
+
+/** Figure 12 (the dashboard on a big history) on the dialects named (all by default). */
+export async function dashboardAlone(
+  size: { runs: number; jobs: number; moreJobs: number; iterations: number },
+  dialects: readonly string[] | undefined,
+): Promise<void> {
+  await withDatabases(dialects, async (targets) => {
+    const figures = [];
+    for (const [dialect, url] of targets) {
+      console.error(`cronguard bench: the dashboard on ${dialect} at ${size.runs.toLocaleString('en-US')} runs…`);
+      figures.push(await dashboardFigure(dialect, url, size));
+    }
+    console.log(dashboardLines(figures, (met) => (met ? 'met' : '**not met**')).join('\n'));
   });
 }
 

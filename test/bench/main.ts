@@ -3,7 +3,7 @@
 // minute), `-- --smoke` for CI (tiny counts, written to a temporary file unless --out is given),
 // `-- --long` for the full run with figure 5 at the issue's size (100 names × 1,000 slots: about
 // 25 minutes here). `-- --only scale` runs figure 11 alone and prints its table (no file written), `-- --only ticks` figure 7,
-// `-- --only contention` figure 5; `--scale-jobs 1,10` and `--dialects postgres` narrow them, `--scale-slots 20`
+// `-- --only contention` figure 5, `-- --only dashboard` figure 12 (the issue's size: 1,000,000 runs; `--quick` 100,000); `--scale-jobs 1,10` and `--dialects postgres` narrow them, `--scale-slots 20`
 // measures more slots per point (a p99 steadier than the default's).
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -14,7 +14,8 @@ import type { DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres, type RunningDatabase } from '../setup/databases.js';
 import { openDriver } from './drivers.js';
 import { capacityLines } from './capacity.js';
-import { contentionAlone, tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
+import { dashboardFigure, dashboardLines, type DashboardFigure } from './dashboard-reads.js';
+import { contentionAlone, dashboardAlone, tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
 import { historyPage, historyPageLines, type HistoryPageFigure } from './history-page.js';
 import { contention, contentionLines, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } from './figures.js';
@@ -35,8 +36,8 @@ const { values } = parseArgs({
     dialects: { type: 'string' },
   },
 });
-if (values.only !== undefined && values.only !== 'scale' && values.only !== 'ticks' && values.only !== 'contention')
-  throw new Error(`--only: the figures that run alone are 'scale', 'ticks' and 'contention', got ${values.only}`);
+if (values.only !== undefined && !['scale', 'ticks', 'contention', 'dashboard'].includes(values.only))
+  throw new Error(`--only: the figures that run alone are 'scale', 'ticks', 'contention' and 'dashboard', got ${values.only}`);
 const mode = values.smoke === true ? 'smoke' : values.quick === true ? 'quick' : 'full';
 const long = mode === 'full' && values.long === true;
 const iterations = { full: 2_000, quick: 100, smoke: 20 }[mode];
@@ -77,6 +78,16 @@ if (values.only === 'contention') {
   await contentionAlone(contentionSize, values.dialects?.split(','));
   process.exit(0);
 }
+/** Figure 12: runs, declared jobs, the jobs of the paged overview, samples per series. */
+const dashboardSize = {
+  full: { runs: 1_000_000, jobs: 1_000, moreJobs: 10_000, iterations: 15 },
+  quick: { runs: 100_000, jobs: 1_000, moreJobs: 10_000, iterations: 10 },
+  smoke: { runs: 10_000, jobs: 100, moreJobs: 1_000, iterations: 3 },
+}[mode];
+if (values.only === 'dashboard') {
+  await dashboardAlone(dashboardSize, values.dialects?.split(','));
+  process.exit(0);
+}
 if (values.only === 'ticks') {
   await tickLatencyAlone(tickSize, mode);
   process.exit(0);
@@ -97,6 +108,7 @@ let memory: { pinned: MemoryFigure; adaptive: MemoryFigure } | undefined;
 let ticks: TickLatencyFigure | undefined;
 let history: HistoryPageFigure | undefined;
 let scale: ScalePoint[] | undefined;
+const dashboards: DashboardFigure[] = [];
 /** Figure 7 on every dialect: cronguard alone on once-a-second slots (full run only; quick and smoke measure only that, on PostgreSQL). */
 const ticksByDialect: { dialect: DialectName; figure: TickLatencyFigure }[] = [];
 const started = Date.now();
@@ -138,6 +150,10 @@ try {
     }
   }
   scale = await tickScale(targets, scaleSize);
+  for (const [dialect, url] of targets) {
+    console.error(`cronguard bench: the dashboard on ${dialect} at ${dashboardSize.runs.toLocaleString('en-US')} runs…`);
+    dashboards.push(await dashboardFigure(dialect, url, dashboardSize));
+  }
   const { small, large, warm, longer } = memoryCounts;
   console.error(`cronguard bench: memory, up to ${longer ?? large} executions on SQLite, twice…`);
   const checkpoints = [small, ...(warm === undefined ? [] : [warm]), large, ...(longer === undefined ? [] : [longer])];
@@ -282,6 +298,9 @@ function report(): string {
     '## 11. Tick-to-start latency as the jobs of one tick grow',
     '',
     ...(scale === undefined ? ['Not measured.', ''] : tickScaleLines(scale)),
+    '## 12. The dashboard on a big history',
+    '',
+    ...dashboardLines(dashboards, verdict),
     ...missesLines({
       results,
       memoryGrowthMb: memory === undefined ? undefined : memoryGrowthMb(memory.pinned),

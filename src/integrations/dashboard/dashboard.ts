@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RecentSlots } from '../../admin/dashboard-ledger.js';
-import type { RecentRuns, RunDetail } from '../../admin/dashboard-reads.js';
+import type { RunDetail } from '../../admin/dashboard-reads.js';
 import type { HistoryPage, HistoryQuery } from '../../admin/history.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { JobLedger, SlotsQuery } from '../../admin/slots.js';
@@ -16,7 +15,8 @@ import type { Html } from './html.js';
 import { axis, FIT_RUNS, jobPage, RANGE_NAMES, RANGES } from './job-page.js';
 import type { PageContext } from './layout.js';
 import { locksPage } from './locks-page.js';
-import { overviewPage, STRIP_RUNS } from './overview-page.js';
+import { overviewPage } from './overview-page.js';
+import { overviewQuery, readOverview, type OverviewSource } from './overview-reads.js';
 export type { DashboardHandler, DashboardOptions } from './dashboard-options.js';
 import { readForm } from './request-body.js';
 import { HttpError, notMine, refuseHost, send, sendError, statusOf } from './responses.js';
@@ -24,15 +24,13 @@ import { runPage } from './run-page.js';
 import { newSubmissionKey, Submissions, SUBMISSION_FIELD } from './submissions.js';
 
 /** What the dashboard reads and does: the guard's administration. */
-export interface DashboardSource {
-  recentRuns(perJob: number): Promise<RecentRuns>;
-  /** Every scheduled job's newest slots, in a fixed number of queries. */
-  recentSlots(perJob: number): Promise<RecentSlots>;
+export interface DashboardSource extends OverviewSource {
   /** One job's slot ledger in a range (`guard.slots`). */
   slots(query: SlotsQuery): Promise<JobLedger[]>;
   run(id: string): Promise<RunDetail | undefined>;
   history(query: HistoryQuery | undefined): Promise<HistoryPage>;
-  locks(): Promise<LockRecord[]>;
+  /** Every lock row, or those of the jobs named. */
+  locks(names?: readonly string[]): Promise<LockRecord[]>;
   /** `job` is a validated job name. */
   /** Frees a held lock; `by` is the operator the audit records. */
   unlock(job: string, by: string): Promise<boolean>;
@@ -133,12 +131,10 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     }
     let body: Html;
     if (path === '/') {
-      const [locks, recent, slots] = await Promise.all([
-        shared('locks', () => source.locks()),
-        shared('recent', () => source.recentRuns(STRIP_RUNS)),
-        shared('slots', () => source.recentSlots(STRIP_RUNS)),
-      ]);
-      body = overviewPage(context, locks, recent, slots);
+      // A page of jobs, its reads bounded by the page whatever the number of jobs (overview-reads.ts).
+      const overview = overviewQuery(query);
+      const key = `overview\0${overview.after ?? ''}\0${overview.contains ?? ''}\0${overview.problems ? 1 : 0}`;
+      body = overviewPage(context, await shared(key, () => readOverview(source, overview)));
     } else if (path === '/locks') {
       body = locksPage(context, await shared('locks', () => source.locks()));
     } else if (path === '/job') {
@@ -150,7 +146,7 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       if (run === undefined) throw new HttpError(404, 'No such run (it may have been pruned).');
       const { slot } = run;
       const [locks, ledgers] = await Promise.all([
-        shared('locks', () => source.locks()),
+        shared(`locks\0${run.job}`, () => source.locks([run.job])),
         // The ledger of the run's one slot: its outcome (late, or the run that counts for it).
         slot === null
           ? []
@@ -185,7 +181,7 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
         : { job: name, since: new Date(now.getTime() - RANGES[range]), limit: JOB_PAGE_RUNS };
     const [page, locks] = await Promise.all([
       shared(`job\0${range}\0${name}`, () => source.history(runsQuery)),
-      shared('locks', () => source.locks()),
+      shared(`locks\0${name}`, () => source.locks([name])),
     ]);
     const lock = locks.find((candidate) => candidate.name === name);
     // The slot ledger of the axis shown: its missed and overlapped slots are drawn on the timeline.

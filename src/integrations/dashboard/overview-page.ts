@@ -1,27 +1,54 @@
-import type { RecentSlots } from '../../admin/dashboard-ledger.js';
-import type { RecentRuns } from '../../admin/dashboard-reads.js';
-import type { LockRecord } from '../../admin/locks.js';
 import { formatAgo, formatTime, nextExpectedSlot } from './format.js';
 import { html, segment, type Html } from './html.js';
 import { diagnose, outcomeBadge, problemList, runStrip, slotProblems, stateDetail } from './job-summary.js';
 import { page, type PageContext } from './layout.js';
+import { OVERVIEW_PAGE_JOBS, PROBLEM_SCAN_PAGES, STRIP_RUNS, type Overview, type OverviewQuery } from './overview-reads.js';
 import { slotStrip } from './slot-marks.js';
 
-/** How many slots (or, for a job without a declared schedule, runs) each job's strip shows. */
-export const STRIP_RUNS = 50;
+/** The overview's URL for a query (the filter kept, `after` the page's start). */
+function overviewHref(base: string, query: OverviewQuery, after: string | undefined): string {
+  const params = new URLSearchParams();
+  if (query.contains !== undefined) params.set('q', query.contains);
+  if (query.problems) params.set('problems', '1');
+  if (after !== undefined) params.set('after', after);
+  const search = params.toString();
+  return `${base}/${search === '' ? '' : `?${search}`}`;
+}
+
+/** The filter (names containing a text; only jobs with a problem) and the links to the first and next pages. */
+function pageControls(context: PageContext, overview: Overview): { filter: Html; pager: Html } {
+  const { query, next, scanStopped } = overview;
+  const filter = html`<form class="filter" method="get" action="${context.base}/" role="search">
+    <label>Name contains <input type="search" name="q" value="${query.contains ?? ''}" maxlength="255" /></label>
+    <label><input type="checkbox" name="problems" value="1" ${query.problems ? html` checked` : ''} /> only jobs with a problem</label>
+    <button type="submit">Filter</button>
+  </form>`;
+  const links = [
+    query.after === undefined ? '' : html`<a href="${overviewHref(context.base, query, undefined)}">← first page</a>`,
+    next === undefined ? '' : html`<a rel="next" href="${overviewHref(context.base, query, next)}">next ${OVERVIEW_PAGE_JOBS} jobs →</a>`,
+  ];
+  const stopped = scanStopped
+    ? html`<p class="fix">
+        Looked through ${PROBLEM_SCAN_PAGES * OVERVIEW_PAGE_JOBS} jobs (up to <span class="name">${next ?? ''}</span>) for problems; the
+        next link looks further.
+      </p>`
+    : '';
+  return {
+    filter,
+    pager: html`${stopped}
+      <nav class="pager" aria-label="Pages of jobs">${links}</nav>`,
+  };
+}
 
 /**
- * Every job (every lock row, every declared schedule, every job with runs): state, last outcome,
- * next slot, strip, problems. A job with a declared schedule has its slots in the strip and its
- * next slot from its cron; one without, its runs and a next slot guessed from their slots.
+ * A page of jobs (lock rows and declared schedules, in name order, OVERVIEW_PAGE_JOBS at a time,
+ * filtered by name and by problem): state, last outcome, next slot, strip, problems. A job with a
+ * declared schedule has its slots in the strip and its next slot from its cron; one without, its
+ * runs and a next slot guessed from their slots.
  */
-export function overviewPage(context: PageContext, locks: readonly LockRecord[], recent: RecentRuns, ledger: RecentSlots): Html {
-  const now = recent.now ?? ledger.now;
-  const lockByName = new Map(locks.map((lock) => [lock.name, lock]));
-  const names = [...new Set([...lockByName.keys(), ...recent.runs.keys(), ...ledger.jobs.keys()])].sort();
-  const jobs = names.map((name, index) => {
-    const runs = recent.runs.get(name) ?? [];
-    const slots = ledger.jobs.get(name);
+export function overviewPage(context: PageContext, overview: Overview): Html {
+  const { now } = overview;
+  const jobs = overview.jobs.map(({ name, lock, runs, slots }, index) => {
     const last = runs[0];
     const guessed = nextExpectedSlot(runs, now);
     const diagnosis = diagnose(name, runs, now);
@@ -29,7 +56,7 @@ export function overviewPage(context: PageContext, locks: readonly LockRecord[],
       <h2 id="job-${index}"><a class="name" href="${context.base}/job?name=${segment(name)}">${name}</a></h2>
       <dl>
         <dt>State</dt>
-        <dd>${stateDetail(lockByName.get(name))}</dd>
+        <dd>${stateDetail(lock)}</dd>
         <dt>Last outcome</dt>
         <dd>
           ${last === undefined ? 'no run recorded' : html`${outcomeBadge(last.status, last.overran)} <time datetime="${(last.finishedAt ?? last.startedAt).toISOString()}">${formatAgo(last.finishedAt ?? last.startedAt, now)}</time>`}
@@ -62,12 +89,22 @@ export function overviewPage(context: PageContext, locks: readonly LockRecord[],
       </dl>
     </section>`;
   });
+  const { filter, pager } = pageControls(context, overview);
+  const filtered = overview.query.contains !== undefined || overview.query.problems || overview.query.after !== undefined;
   return page(
     context,
     'Overview',
     html`<h1>Jobs</h1>
+      ${filter}
       <div id="live" class="jobs">
-        ${jobs.length === 0 ? html`<p>No job has a lock row, a declared schedule or a run yet.</p>` : jobs}
+        ${
+          jobs.length > 0
+            ? jobs
+            : filtered
+              ? html`<p>No job on this page matches the filter.</p>`
+              : html`<p>No job has a lock row or a declared schedule yet.</p>`
+        }
+        ${pager}
       </div>`,
   );
 }

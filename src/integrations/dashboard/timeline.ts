@@ -61,9 +61,14 @@ export function timeline(
     laneEnds[lane] = bar.end;
     bar.lane = lane;
   }
-  for (const bar of bars) {
-    bar.overlaps = bars.some((other) => other !== bar && other.start < bar.end && bar.start < other.end);
-  }
+  // Overlapping pairs, in start order: a bar can only overlap the bars that start before it ends,
+  // so each looks ahead just that far (linear for runs one after another; a 7 d axis has 1,000).
+  bars.forEach((bar, index) => {
+    for (let next = index + 1; next < bars.length && (bars[next] as Bar).start < bar.end; next += 1) {
+      const other = bars[next] as Bar;
+      if (bar.start < other.end) bar.overlaps = other.overlaps = true;
+    }
+  });
   // Slots no run took: missed (a hollow red triangle and a dashed line down the lanes) or
   // overlapped (a purple diamond), in a lane of their own above the runs, each with its word.
   const unrun = slots
