@@ -268,6 +268,9 @@ describe('PgBouncer', () => {
       async (mode, { expect }) => {
         await pgbouncerTopology(mode, expect);
       },
+      // 62 s of replicas, 15 migrate() processes, the tools and the cancel: 4-5 min on a loaded
+      // 2-core machine (load average 60-90 seen), past the suite's 300 s default.
+      600_000,
     );
   });
 });
