@@ -13,6 +13,10 @@ const common = {
   pool: 'forks' as const,
   testTimeout: 60_000,
   hookTimeout: 120_000,
+  // A poll waits for what the test is about and returns as soon as it holds; its default second was
+  // a second of a busy machine's clock, not of the database's work (a MySQL declaration, a replica's
+  // first line), with other files running beside it.
+  expect: { poll: { timeout: 10_000 } },
 };
 
 // One PostgreSQL and one MariaDB for the whole run (the root's global setup; the projects inherit
