@@ -2,11 +2,17 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * Files that need the servers to themselves, run one at a time once every other file has ended:
- * they measure cluster-wide WAL (the losers' zero bytes; the smoke test's reads writing none), which
- * any other file's write would show up in, or load a million rows (which would slow every other
- * file's clock-bound scenarios).
+ * they measure a server-wide log (PostgreSQL's WAL: the losers' zero bytes, the smoke test's reads
+ * writing none; InnoDB's log sequence number: the MySQL losers writing nothing), which any other
+ * file's write would show up in, or load a million rows (which would slow every other file's
+ * clock-bound scenarios).
  */
-const ALONE = ['test/postgres-wal.test.ts', 'test/postgres-history-plan.test.ts', 'test/setup/smoke.test.ts'];
+const ALONE = [
+  'test/postgres-wal.test.ts',
+  'test/losers-write-nothing.test.ts',
+  'test/postgres-history-plan.test.ts',
+  'test/setup/smoke.test.ts',
+];
 
 const common = {
   setupFiles: ['test/setup/unhandled-rejections.ts'],
@@ -32,7 +38,7 @@ export default defineConfig({
           name: 'suite',
           include: ['test/**/*.test.ts'],
           // The fault scenarios and the topologies run on their own: `npm run test:faults`, `npm run test:topologies`.
-          exclude: ['test/faults/**', 'test/topologies/**', 'node_modules/**', ...ALONE],
+          exclude: ['test/faults/**', 'test/topologies/**', '**/node_modules/**', ...ALONE],
           // Three files at a time on two cores: most of a file's time is spent waiting (on the
           // clock, on processes starting, on the servers), little of it computing.
           maxWorkers: Number(process.env['CRONGUARD_TEST_WORKERS'] ?? 3),
