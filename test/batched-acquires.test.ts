@@ -212,7 +212,7 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
       await raw.query(`SELECT * FROM ${prefix}locks WHERE name = 'a' FOR UPDATE`);
       const before = counted.count();
       const runs = [guard.run({ name: 'a', lockAtMostFor: '1m' }, () => 'a')];
-      await untilStatementWaits(admin, 'postgres', 'WITH taken AS%');
+      await untilStatementWaits(admin, 'postgres', `WITH taken AS%${prefix}locks%`);
       // Two later turns of the event loop, two jobs each, while a is still unanswered.
       for (const turn of [
         ['b', 'c'],
@@ -255,7 +255,7 @@ describe.skipIf(postgres?.serverUrl === null || postgres === undefined)('a batch
       // at once, alone; a and b go through the batch's probe and take.
       const other = guardOn(url, prefix).guard;
       const both = Promise.all(['first', 'a', 'b'].map((name) => other.run({ name, lockAtMostFor: '1m' }, () => name)));
-      await untilStatementWaits(admin, 'postgres', 'WITH req AS%unnest%');
+      await untilStatementWaits(admin, 'postgres', `WITH req AS%unnest%${prefix}locks%`);
       await raw.exec('COMMIT');
       expect(await both).toEqual([
         { executed: true, value: 'first' },

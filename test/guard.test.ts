@@ -27,8 +27,8 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       const other = guardOn(url, prefix).guard;
       let release!: () => void;
       const holding = guard.run({ name: 'held', lockAtMostFor: '1m' }, () => new Promise<void>((r) => (release = r)));
+      // The job has started: the lock is held.
       await expect.poll(() => release).toBeTypeOf('function');
-      await sleep(50);
       const skipped = await other.run({ name: 'held', lockAtMostFor: '1m' }, () => 'ran');
       expect(skipped).toEqual({ executed: false, reason: 'locked' });
       release();
@@ -80,7 +80,11 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       const b = guardOn(url, prefix).guard;
       const c = guardOn(url, prefix).guard;
       const job = { name: 'owner-check', lockAtMostFor: '1s' };
+      // A's lock expires 1 s after A took it (waited for by its event: on a busy machine the take
+      // itself can take a while), while A's job still runs.
+      const aTaken = new Promise((resolve) => a.on('acquired', resolve));
       const aRun = a.run(job, () => sleep(1_500));
+      await aTaken;
       await sleep(1_100);
       let bRelease!: () => void;
       const bRun = b.run({ ...job, lockAtMostFor: '10s' }, () => new Promise<void>((r) => (bRelease = r)));

@@ -15,13 +15,17 @@ describe.each(dialectTargets())("the job's safety tools on $name", (target) => {
       const job = { name: 'long', lockAtMostFor: 1_500, keepAlive: true };
       let longRunning = true;
       let longSettled = false;
+      let longStarted!: () => void;
+      const started = new Promise<void>((resolve) => (longStarted = resolve));
       const long = guard.run(job, async (ctx) => {
+        longStarted();
         await sleep(4_500);
         longRunning = false;
         return ctx.signal.aborted;
       });
       void long.finally(() => (longSettled = true));
-      await sleep(100);
+      // The contender starts once the long run holds the lock (its job has started), not after a guess.
+      await started;
       // The contender tries until the long run has released, however slowly a busy machine runs the
       // loop; what must never happen is its job running while the long one still runs.
       const attempts: string[] = [];

@@ -48,12 +48,20 @@ async function startProxy(serverUrl: string): Promise<{ url: string; resetAll: (
   };
 }
 
-/** Waits until a statement of the guard's waits on a lock: the statement parked behind this test's lock. */
-async function waitForWaitingStatement(admin: RawDatabase): Promise<void> {
+/**
+ * Waits until a statement of the guard's on this test's tables waits on a lock: the statement parked
+ * behind this test's lock (other files' guards share the server, and may wait on locks of theirs).
+ */
+async function waitForWaitingStatement(admin: RawDatabase, prefix: string): Promise<void> {
   await expect
     .poll(
       async () =>
-        (await admin.query(`SELECT pid FROM pg_stat_activity WHERE application_name = 'cronguard' AND wait_event_type = 'Lock'`)).length,
+        (
+          await admin.query(
+            `SELECT pid FROM pg_stat_activity WHERE application_name = 'cronguard' AND wait_event_type = 'Lock' AND strpos(query, ?) > 0`,
+            [prefix],
+          )
+        ).length,
       { timeout: 20_000 },
     )
     .toBeGreaterThan(0);
@@ -75,7 +83,7 @@ describe('a PostgreSQL connection cut while the guard has it checked out', () =>
       // Kysely's checkout: history() waits behind a table lock.
       await holder.exec(`BEGIN; LOCK TABLE "${prefix}runs" IN ACCESS EXCLUSIVE MODE`);
       worker.send('read');
-      await waitForWaitingStatement(admin);
+      await waitForWaitingStatement(admin, prefix);
       proxy.resetAll();
       await holder.exec('ROLLBACK');
       const read = await worker.next<Answer>('read');
@@ -84,7 +92,7 @@ describe('a PostgreSQL connection cut while the guard has it checked out', () =>
       // The guard's own checkout (a cancellable take): the take waits behind the lock row's row lock.
       await holder.exec(`BEGIN; SELECT * FROM "${prefix}locks" WHERE name = 'held' FOR UPDATE`);
       worker.send('run:held');
-      await waitForWaitingStatement(admin);
+      await waitForWaitingStatement(admin, prefix);
       proxy.resetAll();
       await holder.exec('ROLLBACK');
       const run = await worker.next<Answer>('run');

@@ -203,6 +203,10 @@ export async function startPostgres(): Promise<RestartableDatabase> {
       // A timed checkpoint (default every 5 min) writes WAL and re-arms full-page images; only size-based ones remain.
       '-c',
       'checkpoint_timeout=1d',
+      // Test files run side by side, each with its guards' pools and replica processes (several
+      // pools each): room beyond the default 100 connections.
+      '-c',
+      'max_connections=400',
       // TCP only: no socket files left behind in /tmp.
       '-c',
       'unix_socket_directories=',
