@@ -92,6 +92,22 @@ describe.sequential(TOPOLOGY, () => {
     expect(failures).toEqual([]);
   });
 
+  it("doctor --probe on a node sees the Galera cluster, compares the nodes' clocks, and one of four connections wins its race", async () => {
+    const prefix = uniquePrefix();
+    const urls = cluster.nodes.map((node) => node.url);
+    const report = await withGuardOn(urls[0] ?? '', prefix, async (guard) => {
+      await guard.migrate();
+      return guard.probe({ nodes: urls.slice(1) });
+    });
+    const status = (name: string): string | undefined => report.checks.find((check) => check.check === name)?.status;
+    expect(report.server).toMatch(/^MariaDB 10\./);
+    expect(status('cluster'), JSON.stringify(report.checks)).toBe('warn');
+    expect(report.checks.find((check) => check.check === 'cluster')?.finding).toMatch(/MariaDB Galera \(3 member/);
+    expect(status('node-clocks')).toBe('pass');
+    expect(status('exclusivity')).toBe('pass');
+    expect(status('read-only')).toBe('pass');
+  });
+
   it('2 processes per node race for each slot of one job, then of 4 jobs at once: a certification conflict is a lost race, never an error', async () => {
     const prefix = uniquePrefix();
     const urls = cluster.nodes.map((node) => node.url);

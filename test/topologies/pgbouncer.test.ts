@@ -203,6 +203,8 @@ async function pgbouncerTopology(poolMode: PoolMode, expect: ExpectStatic): Prom
       repoRoot,
     );
     const page = await dashboardPage(operator);
+    // doctor --probe through PgBouncer: the transaction pooler seen (a warning: handled), one winner of its race.
+    const probe = await operator.probe();
 
     recordTopologyFigure({
       topology: `PgBouncer 1.18, ${poolMode} mode (default_pool_size ${POOL_SIZE[poolMode]})`,
@@ -247,6 +249,9 @@ async function pgbouncerTopology(poolMode: PoolMode, expect: ExpectStatic): Prom
     expect((JSON.parse(doctor.stdout) as { job: string }[]).map((diagnosis) => diagnosis.job)).toContain('job-0');
     expect(page.status).toBe(200);
     expect(page.body).toContain('job-0');
+    const probeStatus = (name: string): string | undefined => probe.checks.find((check) => check.check === name)?.status;
+    if (poolMode === 'transaction') expect(probeStatus('transaction-pooling'), JSON.stringify(probe.checks)).toBe('warn');
+    expect(probeStatus('exclusivity'), JSON.stringify(probe.checks)).toBe('pass');
 
     await shutdownCancelsWaitingAcquire(bouncer, expect);
   } finally {

@@ -41,6 +41,11 @@ async function expectFailsClosed(url: string, prefix: string, kind: RegExp): Pro
   expect(`${cli.stdout}${cli.stderr}`).toMatch(kind);
   expect(`${cli.stdout}${cli.stderr}`).not.toMatch(/up to date/);
 
+  // doctor --probe says it before anything runs.
+  const report = await withGuardOn(url, prefix, (guard) => guard.probe());
+  expect(report.checks.find((check) => check.check === 'read-only')).toMatchObject({ status: 'fail' });
+  expect(report.status).toBe('fail');
+
   const logger = recordingLogger();
   const guard = createGuard({ database: url, tablePrefix: prefix, logger });
   const errors: string[] = [];
