@@ -64,7 +64,7 @@ describe.skipIf(!browserTestsRun())('dashboard behind a reverse proxy, in chromi
         await page.waitForURL(`${publicUrl}/job?name=report&notice=unlocked`);
         const lock = (await guard.locks()).find((candidate) => candidate.name === 'report');
         expect([lock?.state, lock?.paused, lock?.pendingTrigger?.by]).toEqual(['free', null, 'dashboard']);
-        expect((await guard.controls('report')).map((record) => record.action)).toEqual(['trigger', 'resume', 'pause']);
+        expect((await guard.controls('report')).map((record) => record.action)).toEqual(['unlock', 'trigger', 'resume', 'pause']);
 
         // An error page: its links are under the sub-path, and lead back through the proxy.
         expect((await page.goto(`${publicUrl}/job?name=no-such-job`))?.status()).toBe(404);

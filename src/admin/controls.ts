@@ -256,10 +256,11 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
     async latestOutcomes(job: string, limit: number): Promise<string[]> {
       // Only the runs started after the job's last resume: a resume starts the count again (the
       // failures before it paused the job once already). A correlated NOT EXISTS on the audit,
-      // one job's few rows; read after a failure only.
+      // one job's few rows; read after a failure only. Strictly after (`>`): a run started in the
+      // resume's own millisecond (SQLite's clock, a fast machine) counts, as it began after it.
       const { rows } = await sql<{ status: string }>`SELECT status FROM ${runs} r
         WHERE r.job_name = ${job} AND r.status IN ('succeeded', 'failed', 'cancelled', 'abandoned')
-          AND NOT EXISTS (SELECT 1 FROM ${controls} c WHERE c.job_name = r.job_name AND c.action = 'resume' AND c.changed_at >= r.started_at)
+          AND NOT EXISTS (SELECT 1 FROM ${controls} c WHERE c.job_name = r.job_name AND c.action = 'resume' AND c.changed_at > r.started_at)
         ORDER BY r.started_at DESC, r.id DESC LIMIT ${limit}`.execute(db);
       return rows.map((row) => row.status);
     },

@@ -140,6 +140,10 @@ export class OperatedGuard {
    * entries above the guard (the NestJS module). @internal
    */
   [TRIGGER_WATCH](job: ResolvedJob, fn: JobFunction<unknown>): () => void {
+    // A job this replica answers triggers for is declared now, with its `cron` (a `@GuardedCron`
+    // method): `cronguard trigger` refuses names the tables have never seen, and a job that has
+    // not fired yet would otherwise be one of them.
+    this.#admin.slotWatch.declareDecorated(job);
     return this.#controls.watchTriggers(job, fn);
   }
 }

@@ -56,10 +56,10 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
 
   /**
    * The task's job; undefined (logged once) when the task's lease cannot hold the coordinator's
-   * lockAtLeastFor. Its schedule is declared at its first fire (`declaring`), not when the trigger
-   * watch finds the task.
+   * lockAtLeastFor. Its schedule is declared the first time the task is seen (its first fire, or
+   * the trigger watch finding it in node-cron's registry).
    */
-  function jobFor(name: string, ttlMs: number, declaring = true): ResolvedJob | undefined {
+  function jobFor(name: string, ttlMs: number): ResolvedJob | undefined {
     let job = jobs.get(name);
     if (job === undefined) {
       const lockAtMostForMs = durations.lockAtMostForMs ?? ttlMs;
@@ -79,7 +79,7 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       job = resolveJob({ name }, { lockAtMostForMs, lockAtLeastForMs: durations.lockAtLeastForMs });
       jobs.set(name, job);
     }
-    if (declaring && !declared.has(name)) {
+    if (!declared.has(name)) {
       declared.add(name);
       declare(job);
     }
@@ -150,7 +150,8 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
     },
   };
   answerTriggersOfServedTasks(coordinator, { closed: () => runner.closed, watchTriggers: host.watchTriggers }, (name, leaseMs) =>
-    GENERATED_NAME.test(name) ? undefined : jobFor(name, leaseMs, false),
+    // Declared when found, not at its first fire: `cronguard trigger` refuses a name the tables have never seen.
+    GENERATED_NAME.test(name) ? undefined : jobFor(name, leaseMs),
   );
   return coordinator;
 }
