@@ -81,7 +81,7 @@ describe('each dialect recognises its own handles', () => {
     }
   });
 
-  it('uses no Kysely internals: getExecutor() is marked internal, and may change in any release (but for answering the Migrator\'s own call)', () => {
+  it("uses no Kysely internals: getExecutor() is marked internal, and may change in any release (but for answering the Migrator's own call)", () => {
     const files = (dir: string): string[] =>
       readdirSync(dir).flatMap((entry) => {
         const path = join(dir, entry);
