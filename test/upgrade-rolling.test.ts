@@ -1,7 +1,8 @@
 // A rolling deploy from 0.1.0: two replicas of the packed 0.1.0 release and two of the working tree,
 // each its own OS process, share the tables while the new ones migrate them, then the old ones stop.
 import { describe } from 'vitest';
-import { databaseUrl, uniquePrefix } from './support/dialects.js';
+import { uniquePrefix } from './support/dialects.js';
+import { ownDatabaseUrl } from './support/own-database.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import { unpackOldRelease } from './support/old-release.js';
@@ -24,7 +25,7 @@ describe('a rolling deploy from 0.1.0', () => {
   eachDialectAtOnce(
     'runs each slot once while old and new replicas share the tables and the new ones migrate, then the new ones carry on',
     async ({ target, expect, together }) => {
-      const url = databaseUrl(target);
+      const url = await ownDatabaseUrl(target);
       const prefix = uniquePrefix();
       const old = unpackOldRelease();
       const start = (version: string, label: string) => startWorker<Message>('upgrade-replica.ts', [version, url, prefix, label]);

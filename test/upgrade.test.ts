@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../migrations/index.js';
-import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { dialectTargets, uniquePrefix } from './support/dialects.js';
+import { ownDatabaseUrl } from './support/own-database.js';
 import { guardOn, recordingLogger } from './support/guards.js';
 import { importOldRelease, type OldGuard } from './support/old-release.js';
 import { openRaw } from './support/raw-database.js';
@@ -41,7 +42,7 @@ async function cli(bin: string, args: string[]): Promise<{ code: number; stdout:
 
 describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
   it.skipIf(target.serverUrl === null)("lets a 0.1.0 replica restart and migrate() after the new version's migrate()", async () => {
-    const url = databaseUrl(target);
+    const url = await ownDatabaseUrl(target);
     const prefix = uniquePrefix();
     const old = await oldGuardOn(url, prefix);
     await old.guard.migrate();
@@ -57,7 +58,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
   });
 
   it.skipIf(target.serverUrl === null)('migrates and runs on tables a newer version migrated further than it knows', async () => {
-    const url = databaseUrl(target);
+    const url = await ownDatabaseUrl(target);
     const prefix = uniquePrefix();
     const { guard, logger } = guardOn(url, prefix);
     await guard.migrate();
@@ -80,7 +81,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
   it.skipIf(target.serverUrl === null)(
     'says once, naming `cronguard migrate`, that the tables are older than it needs, and runs its jobs',
     async () => {
-      const url = databaseUrl(target);
+      const url = await ownDatabaseUrl(target);
       const prefix = uniquePrefix();
       // Tables as 0.1.0 left them: nobody ran the new version's migrate.
       await (await oldGuardOn(url, prefix)).guard.migrate();
@@ -101,7 +102,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
   );
 
   it.skipIf(target.serverUrl === null)('shows the cronguard version of each lock holder: recorded, or none for 0.1.0', async () => {
-    const url = databaseUrl(target);
+    const url = await ownDatabaseUrl(target);
     const prefix = uniquePrefix();
     const { guard } = guardOn(url, prefix, { lockedBy: 'new-replica' });
     await guard.migrate();
@@ -147,7 +148,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
   it.skipIf(target.serverUrl === null)(
     'reads the history 0.1.0 wrote, after migrating its tables, as 0.1.0 read it: history(), doctor() and the CLI',
     async () => {
-      const url = databaseUrl(target);
+      const url = await ownDatabaseUrl(target);
       const prefix = uniquePrefix();
       const old = await oldGuardOn(url, prefix);
       await old.guard.migrate();
