@@ -58,9 +58,14 @@ describe('operator controls across processes', () => {
         await dialectCase.expect.poll(() => startedAfter(resumed).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
 
         // pause --until 3s: nothing for about 3 s, then it runs again by itself.
-        const pausedUntil = await cronguard('pause', 'tick', '--until', '3s');
-        await dialectCase.expect.poll(() => startedAfter(pausedUntil + 3_000).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
-        expect(startedAfter(pausedUntil + 500).filter((run) => run.start < pausedUntil + 2_500)).toEqual([]);
+        // The pause lifts 3 s after the database wrote it, which is before the command returned (a
+        // loaded machine took over half a second to end the CLI's process): the window is the lock row's.
+        await cronguard('pause', 'tick', '--until', '3s');
+        const until = await withGuardOn(url, prefix, async (guard) => (await guard.controls('tick'))[0]?.until);
+        expect(until).toBeInstanceOf(Date);
+        const liftsAt = (until as Date).getTime();
+        await dialectCase.expect.poll(() => startedAfter(liftsAt).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+        expect(startedAfter(liftsAt - 2_500).filter((run) => run.start < liftsAt - 500)).toEqual([]);
         // Slots run again, so that the ones before the trigger are not paused ones.
         await sleep(3_000);
 

@@ -56,9 +56,13 @@ describe.each(dialectTargets())('one run per "run now" on $name', (target) => {
       const ran: string[] = [];
       const task = guard.schedule('0 0 1 1 *', { name: 'report', lockAtMostFor: '1m' }, () => void ran.push('ran'));
       const dashboard = await serve(guard.dashboard({ readOnly: false, authorize: () => true }));
-      const page = await rawRequest(`${dashboard}/job?name=report`);
-      const { cookie, csrf, submission } = formSecrets(page);
-      expect(submission).toMatch(/^[\w-]{22}$/);
+      // The job page has its controls once the schedule is declared (guard.schedule declares in the
+      // background: on a loaded machine, after this first request).
+      let secrets = { cookie: '', csrf: '', submission: '' };
+      await expect
+        .poll(async () => (secrets = formSecrets(await rawRequest(`${dashboard}/job?name=report`))).submission, { timeout: 10_000 })
+        .toMatch(/^[\w-]{22}$/);
+      const { cookie, csrf, submission } = secrets;
       const submit = (key: string) =>
         rawRequest(`${dashboard}/job/trigger`, {
           method: 'POST',
