@@ -28,14 +28,16 @@ interface Attempt {
 /** A job whose watermark is three slots before a boundary, scheduled with catchUp `offsetMs` from the boundary. */
 async function attempt(guard: Guard, name: string, offsetMs: number): Promise<Attempt> {
   const job = { name, lockAtMostFor: '10s', lockAtLeastFor: 0 };
-  const boundary = Math.ceil(Date.now() / 1_000) * 1_000 + 2_000;
+  // The first whole second at least a second away: time for the run below, then the wait to the boundary.
+  const boundary = Math.ceil((Date.now() + 1_000) / 1_000) * 1_000;
   expect((await guard.run({ ...job, slot: new Date(boundary - 3_000) }, () => 'ran')).executed).toBe(true);
   const runs: Attempt['runs'] = [];
   const record = (ctx: ExecutionContext): void => void runs.push({ slot: ctx.slot?.getTime() ?? 0, catchUp: ctx.catchUp });
   const calledAt = await waitUntil(boundary + offsetMs);
   const task = guard.schedule('* * * * * *', { ...job, catchUp: '1m' }, record);
   const returnedAt = Date.now();
-  await sleep(boundary + 2_500 - Date.now());
+  // Long enough for the slot after the boundary to fire and run.
+  await sleep(boundary + 1_700 - Date.now());
   await task.destroy();
   return { boundary, calledAt, returnedAt, runs };
 }
