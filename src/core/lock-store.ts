@@ -90,7 +90,8 @@ export interface LockStore {
    */
   acquireMany?(acquires: readonly BatchedAcquire[]): Promise<AcquireOutcome[]>;
   /**
-   * Gives the lock up, keeping it until `locked_at + lockAtLeastFor`, and finishes the run's
+   * Gives the lock up, keeping it until `locked_at + job.lockAtLeastForMs` (0 for a manual run's
+   * release: core/release.ts passes the job so), and finishes the run's
    * history row. Matches the lock by token only; false when no lock row matched, meaning the lock
    * expired and someone else took it (the run is then recorded as `overran`).
    */

@@ -33,7 +33,7 @@ const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
  * and `run`'s rejection still carry.
  */
 export async function releaseLock(site: LockSite, held: LockClaim, firstOutcome: RunOutcome, lockExpiresAt: number): Promise<void> {
-  const { job } = held;
+  const job = releasedAs(held);
   const runId = held.request.token;
   const environment = site.dependencies;
   let outcome = firstOutcome;
@@ -93,6 +93,17 @@ export async function releaseLock(site: LockSite, held: LockClaim, firstOutcome:
       }
     }
   }
+}
+
+/**
+ * The job as its release keeps the lock: a manual run (a trigger) keeps it for no lockAtLeastFor,
+ * so that its lock is free as soon as it ends. lockAtLeastFor is there for a slot's run (a replica
+ * whose timer fires late must find the lock still held); a trigger has no slot, and holding its
+ * lock on would swallow the next scheduled slot that came within it (issue #35: a trigger at :57
+ * with lockAtLeastFor 5 s kept the :00 slot from running). Every other run keeps its lockAtLeastFor.
+ */
+function releasedAs(held: LockClaim): ResolvedJob {
+  return held.request.trigger === undefined ? held.job : { ...held.job, lockAtLeastForMs: 0 };
 }
 
 /** Waits `ms`, keeping the process alive meanwhile; false when `stopped` aborts first. */
