@@ -5,6 +5,7 @@ import type { DialectName } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
+import { withoutClientDelimiters } from './support/client-scripts.js';
 import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
 import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
 import { resolveTableNames } from '../src/dialects/table-names.js';
@@ -15,10 +16,13 @@ const TABLES = ['locks', 'runs', 'replicas', 'schema_migrations', 'controls', 'j
 
 function sqlFiles(dialect: DialectName): string[] {
   const dir = new URL(`../migrations/sql/${dialect}/`, import.meta.url);
-  return readdirSync(dir)
-    .filter((file) => file.endsWith('.sql'))
-    .sort()
-    .map((file) => readFileSync(new URL(file, dir), 'utf8'));
+  return (
+    readdirSync(dir)
+      .filter((file) => file.endsWith('.sql'))
+      .sort()
+      // Written for the command-line clients: sent through the driver as the server takes them.
+      .map((file) => withoutClientDelimiters(readFileSync(new URL(file, dir), 'utf8')))
+  );
 }
 
 /** Columns, keys and indexes of one table, with the prefix taken out of every name. */

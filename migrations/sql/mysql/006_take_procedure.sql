@@ -2,12 +2,15 @@
 -- starts its runs in one CALL instead of four round trips (src/dialects/mysql/take-procedure.ts
 -- says why each statement has its shape). Needs MySQL 8.0 or MariaDB 10.6+ (JSON_TABLE) and the
 -- CREATE ROUTINE privilege; the replicas call it with EXECUTE (SQL SECURITY INVOKER: on their own
--- privileges on the tables). Its body holds semicolons: a tool that splits the file at each one
--- must be told where the statement ends (with the mysql client: `DELIMITER //` before the CREATE
--- PROCEDURE, `//` and `DELIMITER ;` after it).
+-- privileges on the tables). Its body holds semicolons, so the file sets the mysql/mariadb client's
+-- delimiter around it (`DELIMITER //` ... `//` then `DELIMITER ;`): `mariadb db < 006_take_procedure.sql`
+-- applies it as it is. DELIMITER is a command of those clients (Flyway reads it too), not SQL: a
+-- tool that sends the file to the server as it is (a driver's multi-statement query) must drop the
+-- two DELIMITER lines and end the CREATE PROCEDURE with `END;` (see migrations/sql/README.md).
 -- Its name is <prefix>take_locks_v1_<the first 8 hex digits of the SHA-256 of the exact prefix>
 -- (routine names ignore case, table names do not): if you set `tablePrefix`, name it after
 -- SELECT CONCAT('myapp_', 'take_locks_v1_', LEFT(SHA2('myapp_', 256), 8)).
+DELIMITER //
 CREATE PROCEDURE `cronguard_take_locks_v1_e10dce7a`(
   IN requests LONGTEXT CHARACTER SET utf8mb4, IN locked_by_value VARCHAR(255) CHARACTER SET utf8mb4, IN with_history BOOLEAN)
   MODIFIES SQL DATA SQL SECURITY INVOKER
@@ -58,7 +61,8 @@ BEGIN
       slot DATETIME(3) PATH '$.s', micros BIGINT PATH '$.u', ms BIGINT PATH '$.m')) AS j
     LEFT JOIN `cronguard_locks` l ON l.name = j.name;
   COMMIT;
-END;
+END //
+DELIMITER ;
 -- Recorded in the ledger of migrations 003 onwards, as migrate() records it.
 INSERT INTO cronguard_schema_migrations (name, timestamp)
 VALUES ('006_take_procedure', DATE_FORMAT(UTC_TIMESTAMP(3), '%Y-%m-%dT%H:%i:%s.%fZ'))
