@@ -27,6 +27,7 @@ export type { DashboardOptions, DashboardHandler } from './integrations/dashboar
 export type { VersionReport } from './admin/version-report.js';
 export type { ReplicaRecord } from './admin/replicas.js';
 export type { SchemaVersions } from './admin/schema-version.js';
+export type { MigrationReport } from './admin/migrate.js';
 export type { GuardEventMap, GuardEventName } from './core/events.js';
 export type { OperatedGuard } from './guard/operated-guard.js';
 export type { PauseOptions, ResumeOptions, TriggerOptions, UnlockOptions } from './guard/guard-controls.js';

@@ -5,7 +5,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SCHEMA_VERSION } from '../migrations/index.js';
+import { schemaMigrations, SCHEMA_VERSION } from '../migrations/index.js';
+import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
+import { resolveTableNames } from '../src/dialects/table-names.js';
 import { dialectTargets, uniquePrefix } from './support/dialects.js';
 import { ownDatabaseUrl } from './support/own-database.js';
 import { guardOn, recordingLogger } from './support/guards.js';
@@ -40,6 +42,9 @@ async function cli(bin: string, args: string[]): Promise<{ code: number; stdout:
   }
 }
 
+/** The migrations after 0.1.0's two (003 on): what the new version's migrate() applies on its tables. */
+const AFTER_0_1_0 = Object.keys(schemaMigrations({ tables: resolveTableNames('cronguard_', mysqlDialect), dialect: mysqlDialect }));
+
 describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
   it.skipIf(target.serverUrl === null)("lets a 0.1.0 replica restart and migrate() after the new version's migrate()", async () => {
     const url = await ownDatabaseUrl(target);
@@ -47,7 +52,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
     const old = await oldGuardOn(url, prefix);
     await old.guard.migrate();
     const { guard, logger } = guardOn(url, prefix, { lockedBy: 'new-replica' });
-    expect(await guard.migrate()).toEqual({ database: SCHEMA_VERSION, code: SCHEMA_VERSION });
+    expect(await guard.migrate()).toEqual({ database: SCHEMA_VERSION, code: SCHEMA_VERSION, applied: AFTER_0_1_0, skippedRoutines: [] });
     // A 0.1.0 replica restarting during the rolling deploy calls migrate() first, as its README said.
     const restarted = await oldGuardOn(url, prefix, 'old-restarted');
     await expect(restarted.guard.migrate()).resolves.toBeUndefined();
@@ -72,7 +77,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
       await raw.close();
     }
     const older = guardOn(url, prefix);
-    expect(await older.guard.migrate()).toEqual({ database: 999, code: SCHEMA_VERSION });
+    expect(await older.guard.migrate()).toEqual({ database: 999, code: SCHEMA_VERSION, applied: [], skippedRoutines: [] });
     expect((await older.guard.run({ name: 'job', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
     expect((await older.guard.versions()).schema).toEqual({ database: 999, code: SCHEMA_VERSION });
     expect([...logger.errors, ...logger.warnings, ...older.logger.errors, ...older.logger.warnings]).toEqual([]);
@@ -170,7 +175,7 @@ describe.each(dialectTargets())('upgrading from 0.1.0 on $name', (target) => {
       expect(before.historyText).toMatchObject({ code: 0, stderr: '' });
 
       const { guard, logger } = guardOn(url, prefix);
-      expect(await guard.migrate()).toEqual({ database: SCHEMA_VERSION, code: SCHEMA_VERSION });
+      expect(await guard.migrate()).toEqual({ database: SCHEMA_VERSION, code: SCHEMA_VERSION, applied: AFTER_0_1_0, skippedRoutines: [] });
       // Each run now also says who triggered it (migration 004): nobody, for what 0.1.0 ran.
       const runs = before.history.runs.map((run) => ({ ...run, triggeredBy: null }));
       expect(await guard.history({ limit: 100 })).toEqual({ ...before.history, runs });

@@ -12,14 +12,15 @@ import { diagnoseLedger } from './doctor-ledger.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
 import { createScheduleStore, type ScheduleStore } from './job-schedules.js';
 import { createLockReader, type LockRecord, type UnlockAudit, type UnlockedLock } from './locks.js';
-import { runMigrations } from './migrate.js';
+import { runMigrations, type MigrationReport } from './migrate.js';
 import { createPruner } from './prune.js';
 import { createReplicaTable, type ReplicaRecord, type ReplicaTable } from './replicas.js';
-import { hasOperatorControls, hasSlotLedger, readSchemaVersions, type SchemaVersions } from './schema-version.js';
+import { hasOperatorControls, hasSlotLedger, readSchemaVersions } from './schema-version.js';
 import { holderVersion, type VersionReport } from './version-report.js';
 
 export type { VersionReport } from './version-report.js';
 export type { SchemaVersions } from './schema-version.js';
+export type { MigrationReport } from './migrate.js';
 import { SlotWatch } from './slot-watch.js';
 import { createSlotsReader, type JobLedger, type SlotsQuery } from './slots.js';
 
@@ -213,7 +214,7 @@ export class Administration {
     return this.#reading(() => this.#prune(cutoff), 'prune');
   }
 
-  async migrate(): Promise<SchemaVersions> {
+  async migrate(): Promise<MigrationReport> {
     this.#assertOpen('migrate');
     const versions = await runMigrations(this.#parts.db, this.#parts.dialect, this.#parts.tables);
     // The tables this call migrated have the controls: history() and locks() need not read the version.

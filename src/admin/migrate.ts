@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Migrator, type Kysely, type Migration } from 'kysely';
+import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import type { MigrationContext } from '../../migrations/context.js';
 import { baseMigrations, schemaMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
@@ -16,6 +16,19 @@ import { appliedSchemaMigrations, readSchemaVersions, type SchemaVersions } from
  */
 const MIGRATION_RACE_BUDGET_MS = 60_000;
 
+/** What `migrate()` did: the schema versions after it, what it applied, and what it left out. */
+export interface MigrationReport extends SchemaVersions {
+  /** The migrations this call applied, oldest first (`001_create_locks` …); none when the tables were up to date. */
+  readonly applied: string[];
+  /**
+   * The stored routines left out because the user may not create them (MySQL/MariaDB's take
+   * procedure without the CREATE ROUTINE privilege): the replicas then take a batch of locks in
+   * four statements instead of one call, and a `migrate()` by a user who has the privilege creates
+   * them. None when every routine exists (always none on PostgreSQL and SQLite).
+   */
+  readonly skippedRoutines: string[];
+}
+
 /** A migration a newer version applied: already done, so never run; listed so that Kysely accepts the ledger. */
 const APPLIED_ELSEWHERE: Migration = { up: () => Promise.resolve() };
 
@@ -29,12 +42,13 @@ const APPLIED_ELSEWHERE: Migration = { up: () => Promise.resolve() };
  * at a time holds the migration lease (a row, migration-lease.ts; Kysely's own session lock is
  * switched off), the others wait and then find the work done. A migration that still lost a race
  * with another process (`dialect.isMigrationRace`: "already exists", a duplicate, a deadlock) is
- * retried; by then it finds the work done.
+ * retried; by then it finds the work done. Reports the migrations this call applied (another
+ * process's work, found done, is not listed) and the routines it had to leave out.
  *
  * A server that takes no writes (a standby, a read-only server) fails it with `READ_ONLY_DATABASE`,
  * also when the tables are up to date: the guard could take no lock there.
  */
-export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<SchemaVersions> {
+export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<MigrationReport> {
   try {
     return await migrate(db, dialect, tables);
   } catch (error) {
@@ -43,7 +57,7 @@ export async function runMigrations(db: Kysely<unknown>, dialect: Dialect, table
   }
 }
 
-async function migrate(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<SchemaVersions> {
+async function migrate(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<MigrationReport> {
   const started = performance.now();
   // A prefix without a schema means the schema unqualified names resolve to: named, so that the
   // migrator and the migrations look for existing tables there and not in every schema.
@@ -62,17 +76,20 @@ async function migrate(db: Kysely<unknown>, dialect: Dialect, tables: TableNames
       migrationLockTableName: lockTable,
       ...(schema === undefined ? {} : { migrationTableSchema: schema }),
     });
+  let done: MigrationWork;
   try {
-    await withMigrationLease(db, dialect, context.tables, () => migrateAll(db, dialect, context, started, migrator));
+    done = await withMigrationLease(db, dialect, context.tables, () => migrateAll(db, dialect, context, started, migrator));
   } catch (error) {
     throw error instanceof GuardError ? error : migrationFailed(error);
   }
   try {
-    return await readSchemaVersions(db, dialect, context.tables);
+    return { ...(await readSchemaVersions(db, dialect, context.tables)), ...done };
   } catch (error) {
     throw migrationFailed(error);
   }
 }
+
+type MigrationWork = Pick<MigrationReport, 'applied' | 'skippedRoutines'>;
 
 /** Both ledgers, then the routines: what one migrate() does while it holds the lease. */
 async function migrateAll(
@@ -81,12 +98,14 @@ async function migrateAll(
   context: MigrationContext,
   started: number,
   migrator: (table: string, lockTable: string, migrations: Record<string, Migration>) => Migrator,
-): Promise<void> {
+): Promise<MigrationWork> {
   const { tables } = context;
-  await migrateToLatest(dialect, started, () =>
+  // Kysely's migrator runs a ledger's migrations in one transaction where DDL rolls back.
+  const rollsBack = db.getExecutor().adapter.supportsTransactionalDdl;
+  const base = await migrateToLatest(dialect, started, rollsBack, () =>
     Promise.resolve(migrator(tables.migrations, tables.migrationLock, baseMigrations(context))),
   );
-  await migrateToLatest(dialect, started, async () => {
+  const schema = await migrateToLatest(dialect, started, rollsBack, async () => {
     // A newer version's migrations are in the ledger and not in this code: Kysely refuses a ledger
     // naming migrations it was not given, so they are given, as already done. Read before the
     // migrator starts: on SQLite its transaction holds the one connection.
@@ -100,23 +119,41 @@ async function migrateAll(
   try {
     // The routines again (migration 006 creates them): where an earlier migrate() lacked the
     // privilege to create them, a later one by a user who has it does. One read when they exist.
-    await dialect.createRoutines?.(db, context.tables);
+    // What it still could not create is what this call reports left out (006 itself, just
+    // applied, met the same refusal).
+    const skippedRoutines = (await dialect.createRoutines?.(db, context.tables)) ?? [];
     await assertWritable(db, dialect, context.tables);
+    return { applied: [...base, ...schema], skippedRoutines };
   } catch (error) {
     throw migrationFailed(error);
   }
 }
 
-async function migrateToLatest(dialect: Dialect, started: number, migrator: () => Promise<Migrator>): Promise<void> {
+/**
+ * Runs one ledger's migrations to the latest, retrying races; resolves with the names of the
+ * migrations applied. Those of an attempt that failed count too where DDL does not roll back
+ * (MySQL: each statement commits, and a retry does not run them again); where it does, only the
+ * attempt that succeeded applied anything.
+ */
+async function migrateToLatest(
+  dialect: Dialect,
+  started: number,
+  rollsBack: boolean,
+  migrator: () => Promise<Migrator>,
+): Promise<string[]> {
   let ledgerRaces = 0;
+  const applied: string[] = [];
   for (;;) {
     let error: unknown;
+    let results: MigrationResultSet['results'];
     try {
-      ({ error } = await (await migrator()).migrateToLatest());
+      ({ error, results } = await (await migrator()).migrateToLatest());
     } catch (readFailed) {
       error = readFailed;
     }
-    if (error === undefined) return;
+    const succeeded = (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+    if (error === undefined) return [...applied, ...succeeded];
+    if (!rollsBack) applied.push(...succeeded);
     // "corrupted migrations": a newer replica recorded a migration after the ledger was read; read
     // it again, a few times (more would be a ledger edited by hand, which no retry mends).
     const ledgerRace = error instanceof Error && error.message.startsWith('corrupted migrations') && (ledgerRaces += 1) <= 5;

@@ -37,17 +37,6 @@ export interface CommandOptions {
   readonly nodes?: readonly string[];
 }
 
-export async function migrateCommand(guard: Guard): Promise<CommandOutput> {
-  const schema = await guard.migrate();
-  // A database migrated by a newer cronguard stays ahead: migrations only go forward.
-  const ahead = schema.database > schema.code ? `, ahead of this cronguard's ${schema.code}: a newer version migrated it` : '';
-  return {
-    text: `cronguard: tables are up to date (schema version ${schema.database}${ahead})\n`,
-    json: { migrated: true, schema },
-    exitCode: 0,
-  };
-}
-
 /** What a holder's version shows as when it recorded none: its guard predates the replica table. */
 export const UNRECORDED_VERSION = '< 0.2.0';
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { migrateCommand } from './migrate-command.js';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,7 +13,6 @@ import {
   doctorCommand,
   historyCommand,
   locksCommand,
-  migrateCommand,
   pruneCommand,
   unlockCommand,
   versionsCommand,
@@ -28,7 +28,7 @@ import { slotsCommand } from './slots-command.js';
 const USAGE = `Usage: cronguard <command> [options]
 
 Commands:
-  migrate                     Create or update the cronguard tables; prints the schema version
+  migrate                     Create or update the cronguard tables; prints what it applied
   versions                    The schema version, and the cronguard version of each replica and lock holder
   locks                       Every lock: held or free, holder, time left
   history                     Runs, newest first
@@ -214,7 +214,7 @@ export async function main(argv: string[]): Promise<number> {
             allowHosts: values['allow-host'] ?? [],
             ...(values['base-path'] === undefined ? {} : { basePath: values['base-path'] }),
           })
-        : await run(guard, command, job, options);
+        : await run(guard, command, job, options, database);
     process.stdout.write(values.json === true ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
     return output.exitCode;
   } catch (error) {
@@ -225,10 +225,10 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-function run(guard: Guard, command: string, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
+function run(guard: Guard, command: string, job: string | undefined, options: CommandOptions, database: string): Promise<CommandOutput> {
   switch (command) {
     case 'migrate':
-      return migrateCommand(guard);
+      return migrateCommand(guard, database);
     case 'versions':
       return versionsCommand(guard);
     case 'locks':

@@ -101,8 +101,10 @@ export interface Dialect<Native = unknown> {
   /**
    * Creates the dialect's stored routines, unless they exist (migration 006). MySQL has one: the
    * take of a batch in one round trip (dialects/mysql/take-procedure.ts). Where absent, none.
+   * Resolves with the names of the routines it left out because the user may not create them
+   * (no CREATE ROUTINE privilege), which `migrate()` reports; none when all exist.
    */
-  createRoutines?(db: Kysely<unknown>, tables: TableNames): Promise<void>;
+  createRoutines?(db: Kysely<unknown>, tables: TableNames): Promise<string[]>;
   /** Appended to CREATE TABLE (engine, character set, WITHOUT ROWID), or empty. */
   readonly createTableSuffix: string;
   readonly reads: ReadSql;

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
 import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
-import { Administration, type JobLedger, type SchemaVersions, type SlotsQuery, type VersionReport } from '../admin/administration.js';
+import { Administration, type JobLedger, type MigrationReport, type SlotsQuery, type VersionReport } from '../admin/administration.js';
 import { ConnectionWarmUp, openConnections } from '../integrations/node-cron/connection-warm-up.js';
 import type { DashboardHandler, DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
@@ -255,9 +255,15 @@ export class Guard extends OperatedGuard implements RunnerHost {
     return this.#probe(options);
   }
 
-  /** Brings the tables to this version's schema (forward only); resolves with the schema versions after. Safe on every replica at start-up. */
-  async migrate(): Promise<SchemaVersions> {
-    return this.#schemaGate.migrated(await this.#admin.migrate());
+  /**
+   * Brings the tables to this version's schema (forward only); resolves with the schema versions
+   * after, the migrations this call applied and the routines it left out (MySQL's take procedure
+   * without the CREATE ROUTINE privilege). Safe on every replica at start-up.
+   */
+  async migrate(): Promise<MigrationReport> {
+    const report = await this.#admin.migrate();
+    this.#schemaGate.migrated(report);
+    return report;
   }
 
   /** The tables' schema version, this code's, and which cronguard version each replica and lock holder runs (`cronguard versions`). */

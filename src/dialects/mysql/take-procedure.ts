@@ -130,21 +130,24 @@ const ALREADY_EXISTS = 1304;
 /**
  * Migration 006 on MySQL/MariaDB, and every `migrate()` after it: creates the take procedure unless
  * it exists (MySQL 8.0 before 8.0.29 has no CREATE PROCEDURE IF NOT EXISTS). A user without the
- * CREATE ROUTINE privilege still migrates: the procedure is then left out, the replicas take their
+ * CREATE ROUTINE privilege still migrates: the procedure is then left out (its name returned), the replicas take their
  * batches with four statements, as before 006, and a later `migrate()` by a user who has the
  * privilege creates it. A procedure of that name (compared without case, as the server does) that
  * reads other tables is refused (takeProcedureOwner). Any other failure fails the migration.
  */
-export async function createMysqlTakeProcedure(db: Kysely<unknown>, tables: TableNames): Promise<void> {
-  if (await takeProcedureOwner(db, tables)) return;
+export async function createMysqlTakeProcedure(db: Kysely<unknown>, tables: TableNames): Promise<string[]> {
+  if (await takeProcedureOwner(db, tables)) return [];
   try {
     await sql.raw(takeProcedureSql(tables)).execute(db);
   } catch (error) {
     const errno = (error as { errno?: unknown }).errno as number;
     // Created meanwhile by another replica's migrate() (ER_SP_ALREADY_EXISTS): done, once it is ours.
     if (errno === ALREADY_EXISTS) await takeProcedureOwner(db, tables);
-    else if (!ACCESS_DENIED.has(errno)) throw error;
+    // Left out: migrate() says so, with what it costs and the GRANT that mends it.
+    else if (ACCESS_DENIED.has(errno)) return [takeProcedureName(tables)];
+    else throw error;
   }
+  return [];
 }
 
 /**
