@@ -123,7 +123,8 @@ describe.each(dialectTargets())('the dashboard agrees with itself on $name', (ta
 
     it('lists a stopped job’s missed slots by stretches of consecutive slots: a bounded page', async () => {
       const tested = { ...(await migratedGuard(target)), target };
-      // Declared 10 minutes ago; one run 5 minutes ago: two stretches of about 300 missed slots.
+      // Declared 10 minutes ago; one run of the slot 5 minutes ago: stretches of about 300 slots
+      // before and after it (missed, or overlapped where the ledger counts the late run's lock).
       await stoppedJob(tested, 'ticker', 600, [300], expect);
       const url = await serve(tested.guard.dashboard());
       for (const range of ['1h', 'fit']) {
@@ -131,7 +132,7 @@ describe.each(dialectTargets())('the dashboard agrees with itself on $name', (ta
         expect(page.status).toBe(200);
         const lines = slotLines(page.body);
         expect(lines.length).toBeGreaterThanOrEqual(1);
-        expect(lines.length).toBeLessThanOrEqual(2);
+        expect(lines.length).toBeLessThanOrEqual(3);
         // (The slots after the late run are overlapped, as the ledger says: a stretch of their own.)
         expect(lines).toContainEqual(
           expect.stringMatching(
