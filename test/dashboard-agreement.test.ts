@@ -116,10 +116,10 @@ describe.each(dialectTargets())('the dashboard agrees with itself on $name', (ta
       );
       // The holder's run is longer than usual once it has run longer than the median of the three.
       await expect
-        .poll(async () => overdueOf((await rawRequest(`${dashboard}/`)).body), { timeout: 20_000, interval: 250 })
+        .poll(async () => overdueOf((await rawRequest(`${dashboard}/`)).body), { timeout: 45_000, interval: 250 })
         .toMatch(wanted);
       expect(overdueOf((await rawRequest(`${dashboard}/job?name=nightly`)).body)).toMatch(wanted);
-    });
+    }, 90_000);
 
     it('lists a stopped job’s missed slots by stretches of consecutive slots: a bounded page', async () => {
       const tested = { ...(await migratedGuard(target)), target };
@@ -169,7 +169,7 @@ describe.skipIf(!browserTestsRun())('the dashboard agrees with itself in chromiu
       const card = page.locator('section', { has: page.getByRole('heading', { name: 'ticker' }) });
       const holderCard = page.locator('section', { has: page.getByRole('heading', { name: 'nightly' }) });
       await expect
-        .poll(() => holderCard.locator('.overdue').textContent(), { timeout: 20_000, interval: 250 })
+        .poll(() => holderCard.locator('.overdue').textContent(), { timeout: 45_000, interval: 250 })
         .toMatch(/^running for [\d.]+ (ms|s), usually \d+ ms; its lock expires at /);
       const cardProblems = await card.locator('.problem:not(.overdue)').allTextContents();
       expect(cardProblems).toContainEqual(expect.stringMatching(/^⚠ 50 of its last 50 slot\(s\) missed: no replica ran them$/));
