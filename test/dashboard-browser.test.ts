@@ -117,15 +117,21 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
 
       await card.getByRole('link', { name: 'ticker' }).click();
       await page.waitForURL(/\/job\?name=ticker/);
-      // The timeline marks each missed slot at its time, with its word, reachable from the keyboard.
-      const missedSlot = (index: number) =>
-        page.locator(`svg.timeline g.slot-missed[aria-label^="missed slot ${at(index).toISOString()}"]`);
-      expect(await missedSlot(1).count()).toBe(1);
-      expect(await missedSlot(2).count()).toBe(1);
+      // The timeline marks the stretch of missed slots 1 and 2 (one mark from the first to the last),
+      // with its word, reachable from the keyboard; and lists it on one line.
+      const missedSlots = page.locator(
+        `svg.timeline g.slot-missed[aria-label^="2 missed slots in a row, ${at(1).toISOString()} to ${at(2).toISOString()}"]`,
+      );
+      expect(await missedSlots.count()).toBe(1);
       expect(await page.locator('svg.timeline g.slot-missed[aria-label*="' + at(0).toISOString() + '"]').count()).toBe(0);
-      await missedSlot(1).focus();
-      expect(await missedSlot(1).evaluate((node) => node === node.ownerDocument.activeElement)).toBe(true);
-      expect(await page.locator('.slot-list li', { hasText: at(1).toISOString().slice(11, 19) }).count()).toBe(1);
+      await missedSlots.focus();
+      expect(await missedSlots.evaluate((node) => node === node.ownerDocument.activeElement)).toBe(true);
+      expect(
+        await page
+          .locator('.slot-list li', { hasText: `${at(1).toISOString().slice(11, 19)} UTC … ` })
+          .filter({ hasText: '(2 slots in a row)' })
+          .count(),
+      ).toBe(1);
       await page.screenshot({ path: `${screenshots}dashboard-${target.name}-ledger-job.png`, fullPage: true });
 
       // The run after the gap: its slot, its outcome in the ledger, and the two slots missed before it.

@@ -16,7 +16,7 @@ import { axis, FIT_RUNS, jobPage, RANGE_NAMES, RANGES } from './job-page.js';
 import type { PageContext } from './layout.js';
 import { locksPage } from './locks-page.js';
 import { overviewPage } from './overview-page.js';
-import { overviewQuery, readOverview, type OverviewSource } from './overview-reads.js';
+import { overviewQuery, readOverview, STRIP_RUNS, type OverviewSource } from './overview-reads.js';
 export type { DashboardHandler, DashboardOptions } from './dashboard-options.js';
 import { readForm } from './request-body.js';
 import { HttpError, notMine, refuseHost, send, sendError, statusOf } from './responses.js';
@@ -179,9 +179,13 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
       range === 'fit'
         ? { job: name, limit: FIT_RUNS }
         : { job: name, since: new Date(now.getTime() - RANGES[range]), limit: JOB_PAGE_RUNS };
-    const [page, locks] = await Promise.all([
+    const [page, locks, recentRuns, recentSlots] = await Promise.all([
       shared(`job\0${range}\0${name}`, () => source.history(runsQuery)),
       shared(`locks\0${name}`, () => source.locks([name])),
+      // The overview's reads for this one job (its newest runs and slots, STRIP_RUNS each): the
+      // page's problems and a run's "usually" come from them, as the overview's card does.
+      shared(`recent-runs\0${name}`, () => source.recentRuns([name], STRIP_RUNS)),
+      shared(`recent-slots\0${name}`, () => source.recentSlots([name], STRIP_RUNS)),
     ]);
     const lock = locks.find((candidate) => candidate.name === name);
     // The slot ledger of the axis shown: its missed and overlapped slots are drawn on the timeline.
@@ -194,7 +198,12 @@ export function createDashboard(source: DashboardSource, options?: DashboardOpti
     const { controls } = source;
     const audit = controls === undefined ? undefined : await shared(`audit\0${name}`, () => controls.audit(name));
     const submission = context.csrfToken === undefined ? undefined : newSubmissionKey();
-    return jobPage({ ...context, submission }, { name, range, runs: page.runs, lock, now, notice, ledger, audit });
+    const recent = {
+      runs: recentRuns.runs.get(name) ?? [],
+      slots: recentSlots.jobs.get(name),
+      now: recentRuns.now ?? recentSlots.now,
+    };
+    return jobPage({ ...context, submission }, { name, range, runs: page.runs, lock, now, notice, ledger, audit, recent });
   }
 
   /**

@@ -7,10 +7,12 @@ import { auditTable, controlForms } from './control-forms.js';
 import { CSRF_FIELD } from './csrf.js';
 import { formatDuration, formatTime } from './format.js';
 import { html, segment, type Html } from './html.js';
-import { diagnose, outcomeBadge, problemList, stateDetail } from './job-summary.js';
+import { diagnose, jobProblems, outcomeBadge, problemList, stateDetail } from './job-summary.js';
+import type { RecentJobSlots } from '../../admin/dashboard-ledger.js';
 import { page, type PageContext } from './layout.js';
-import { slotCounts } from './slot-marks.js';
+import { slotCounts, unrunStretches } from './slot-marks.js';
 import { MAX_SLOT_MARKS, timeline } from './timeline.js';
+import { STRIP_RUNS } from './overview-reads.js';
 
 /** The fixed time axes a job page offers, besides `fit` (the job's last FIT_RUNS runs, however long ago). */
 export const RANGES = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 } as const;
@@ -61,24 +63,30 @@ export interface JobView {
   readonly ledger: JobLedger | undefined;
   /** The audit of control changes, when the guard has controls. */
   readonly audit: readonly ControlRecord[] | undefined;
+  /**
+   * The job's newest runs and slots as the overview reads them (STRIP_RUNS each) and the database's
+   * clock: its problems and its "usually" come from these, so the page and the overview agree.
+   */
+  readonly recent: { readonly runs: readonly RunRecord[]; readonly slots: RecentJobSlots | undefined; readonly now: Date };
 }
 
-/** The declared schedule and what its slots in the range became; the slots no run took, listed. */
+/** The declared schedule and what its slots in the range became; the slots no run took, listed by stretches of consecutive slots. */
 function scheduleSection(ledger: JobLedger | undefined): Html {
   if (ledger === undefined) {
     return html`<p class="fix">
       No declared schedule (the job is not run by guard.schedule, a cron decorator or the coordinator): no slot ledger.
     </p>`;
   }
-  const unrun = ledger.slots.filter((entry) => entry.outcome === 'missed' || entry.outcome === 'overlapped');
-  const items = unrun
+  const stretches = unrunStretches(ledger.slots);
+  const unrun = stretches.reduce((sum, stretch) => sum + stretch.count, 0);
+  const items = stretches
     .slice(-MAX_SLOT_MARKS)
     .reverse()
     .map(
-      (entry) =>
+      (stretch) =>
         html`<li>
-          <strong class="slot-alarm">${entry.outcome === 'missed' ? '○ missed' : '⧉ overlapped'}</strong>
-          ${formatTime(entry.slot)}
+          <strong class="slot-alarm">${stretch.outcome === 'missed' ? '○ missed' : '⧉ overlapped'}</strong>
+          ${stretch.count === 1 ? formatTime(stretch.first) : `${formatTime(stretch.first)} … ${formatTime(stretch.last)} (${stretch.count} slots in a row)`}
         </li>`,
     );
   return html`<p>
@@ -89,11 +97,12 @@ function scheduleSection(ledger: JobLedger | undefined): Html {
       ${ledger.slots.length === 0 ? 'none yet' : slotCounts(ledger.slots)}${ledger.truncated ? ` (the newest ${ledger.slots.length})` : ''}.
     </p>
     ${
-      unrun.length === 0
+      unrun === 0
         ? ''
         : html`<details open>
             <summary>
-              ${unrun.length} slot(s) no run took, newest first${unrun.length > MAX_SLOT_MARKS ? ` (the newest ${MAX_SLOT_MARKS})` : ''}
+              ${unrun} slot(s) no run took, in ${stretches.length} stretch(es) of consecutive slots, newest
+              first${stretches.length > MAX_SLOT_MARKS ? ` (the newest ${MAX_SLOT_MARKS} stretches)` : ''}
             </summary>
             <ul class="slot-list">
               ${items}
@@ -104,7 +113,7 @@ function scheduleSection(ledger: JobLedger | undefined): Html {
 
 /** A job: its timeline, its durations against lockAtMostFor, its problems, its runs, and its controls. */
 export function jobPage(context: PageContext, view: JobView): Html {
-  const { name, range, runs, lock, now, ledger } = view;
+  const { name, range, runs, lock, now, ledger, recent } = view;
   const { from, to } = axis(range, runs, now, ledger?.slots);
   const diagnosis = diagnose(name, runs, now);
   const jobPath = `${context.base}/job?name=${segment(name)}`;
@@ -132,7 +141,7 @@ export function jobPage(context: PageContext, view: JobView): Html {
   const live = html`<div id="live">
     <p>
       State:
-      ${stateDetail(lock)}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}
+      ${stateDetail(lock, recent)}${lock === undefined ? '' : html` · lock ${lock.state} until ${formatTime(lock.lockUntil)}, taken by <span class="name">${lock.lockedBy}</span>`}
     </p>
     <h2>Timeline</h2>
     <p class="fix">
@@ -160,7 +169,10 @@ export function jobPage(context: PageContext, view: JobView): Html {
       </table>
     </div>
     <h2>Problems</h2>
-    ${problemList(diagnosis)}
+    <p class="fix">
+      From its newest ${recent.slots === undefined ? '' : `${STRIP_RUNS} slots and `}${STRIP_RUNS} runs, as on the overview.
+    </p>
+    ${problemList(jobProblems(name, recent.runs, recent.slots?.slots, recent.now))}
     <h2>Runs</h2>
     <div class="scroll">
       <table>

@@ -26,11 +26,35 @@ export function stateBadge(state: JobState): Html {
   return html`<span class="badge ${colour}">${STATE_TEXT[state]}</span>`;
 }
 
-/** The job's state badge, and for a paused job who paused it, why and until when. */
-export function stateDetail(lock: LockRecord | undefined): Html {
+/** A job's newest runs (newest first) and the database's clock they were read at: what "usually" is measured on. */
+export interface RecentRunsOfJob {
+  readonly runs: readonly RunRecord[];
+  readonly now: Date;
+}
+
+/**
+ * A run that has been running longer than the job's usual duration (the median of its finished
+ * runs among the newest read): how long, how long it usually takes, and when its lock expires. A
+ * holder killed with `kill -9` still looks "running" until then; this says how much that is.
+ */
+export function overdueRun(lock: LockRecord | undefined, recent: RecentRunsOfJob | undefined): Html {
+  if (lock === undefined || recent === undefined || jobState(lock) !== 'running') return html``;
+  const usualMs = diagnose(lock.name, recent.runs, recent.now).p50Ms;
+  if (usualMs === null) return html``;
+  // The holder's own run row when it is among those read (its start), else when it took the lock.
+  const run = recent.runs.find((candidate) => candidate.status === 'running' && candidate.lockedBy === lock.lockedBy);
+  const runningMs = recent.now.getTime() - (run?.startedAt ?? lock.lockedAt).getTime();
+  if (runningMs <= usualMs) return html``;
+  return html`<span class="problem overdue"
+    >running for ${formatDuration(runningMs)}, usually ${formatDuration(usualMs)}; its lock expires at ${formatTime(lock.lockUntil)}</span
+  >`;
+}
+
+/** The job's state badge; for a paused job who paused it, why and until when; for a run longer than usual, how long. */
+export function stateDetail(lock: LockRecord | undefined, recent?: RecentRunsOfJob): Html {
   const badge = stateBadge(jobState(lock));
   const paused = lock?.paused;
-  if (paused === undefined || paused === null) return badge;
+  if (paused === undefined || paused === null) return html`${badge} ${overdueRun(lock, recent)}`;
   return html`${badge}
     <span class="pause"
       >by <span class="name">${paused.by}</span> at ${formatTime(paused.at)}${paused.reason === null ? '' : html`: “${paused.reason}”`},
@@ -97,10 +121,10 @@ export function slotProblems(job: string, slots: readonly LedgerSlot[]): Problem
   return problems;
 }
 
-/** What to do about each of doctor's problems, and the slot ledger's. */
-export function problemList(diagnosis: RunsDiagnosis, ledgerProblems: readonly ProblemWithFix[] = []): Html {
+/** What to do about each of doctor's problems. */
+function doctorProblems(diagnosis: RunsDiagnosis): ProblemWithFix[] {
   const suggested = diagnosis.suggestedLockAtMostForMs;
-  const doctorProblems = diagnosis.problems.map((problem): ProblemWithFix => {
+  return diagnosis.problems.map((problem): ProblemWithFix => {
     let fix = 'see docs/operations in the README';
     if (/lockAtMostFor|overran/.test(problem)) {
       fix = suggested === null ? 'raise lockAtMostFor above the longest run' : `raise lockAtMostFor to about ${formatDuration(suggested)}`;
@@ -113,7 +137,24 @@ export function problemList(diagnosis: RunsDiagnosis, ledgerProblems: readonly P
     }
     return { problem, fix };
   });
-  const problems = [...ledgerProblems, ...doctorProblems];
+}
+
+/**
+ * A job's problems, the slot ledger's then doctor's, from its newest runs (newest first) and, when
+ * it has a declared schedule, its newest slots: the one computation behind the overview's card, its
+ * problem filter and the job page, which read the same newest runs and slots, so they agree.
+ */
+export function jobProblems(
+  job: string,
+  runs: readonly RunRecord[],
+  slots: readonly LedgerSlot[] | undefined,
+  now: Date,
+): ProblemWithFix[] {
+  return [...(slots === undefined ? [] : slotProblems(job, slots)), ...doctorProblems(diagnose(job, runs, now))];
+}
+
+/** The problems with what to do about each, or "No problem found." */
+export function problemList(problems: readonly ProblemWithFix[]): Html {
   if (problems.length === 0) return html`<p>No problem found.</p>`;
   return html`<ul>
     ${problems.map(({ problem, fix }) => html`<li><span class="problem">⚠ ${problem}</span><br /><span class="fix">Fix: ${fix}</span></li>`)}

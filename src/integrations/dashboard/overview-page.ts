@@ -1,6 +1,6 @@
 import { formatAgo, formatTime, nextExpectedSlot } from './format.js';
 import { html, segment, type Html } from './html.js';
-import { diagnose, outcomeBadge, problemList, runStrip, slotProblems, stateDetail } from './job-summary.js';
+import { jobProblems, outcomeBadge, problemList, runStrip, stateDetail } from './job-summary.js';
 import { page, type PageContext } from './layout.js';
 import { OVERVIEW_PAGE_JOBS, PROBLEM_SCAN_PAGES, STRIP_RUNS, type Overview, type OverviewQuery } from './overview-reads.js';
 import { slotStrip } from './slot-marks.js';
@@ -51,12 +51,11 @@ export function overviewPage(context: PageContext, overview: Overview): Html {
   const jobs = overview.jobs.map(({ name, lock, runs, slots }, index) => {
     const last = runs[0];
     const guessed = nextExpectedSlot(runs, now);
-    const diagnosis = diagnose(name, runs, now);
     return html`<section class="job" aria-labelledby="job-${index}">
       <h2 id="job-${index}"><a class="name" href="${context.base}/job?name=${segment(name)}">${name}</a></h2>
       <dl>
         <dt>State</dt>
-        <dd>${stateDetail(lock)}</dd>
+        <dd>${stateDetail(lock, { runs, now })}</dd>
         <dt>Last outcome</dt>
         <dd>
           ${last === undefined ? 'no run recorded' : html`${outcomeBadge(last.status, last.overran)} <time datetime="${(last.finishedAt ?? last.startedAt).toISOString()}">${formatAgo(last.finishedAt ?? last.startedAt, now)}</time>`}
@@ -85,7 +84,7 @@ export function overviewPage(context: PageContext, overview: Overview): Html {
                 <dd>${slots.slots.length === 0 ? 'no slot settled yet' : slotStrip(slots.slots)}</dd>`
         }
         <dt>Problems</dt>
-        <dd>${problemList(diagnosis, slots === undefined ? [] : slotProblems(name, slots.slots))}</dd>
+        <dd>${problemList(jobProblems(name, runs, slots?.slots, now))}</dd>
       </dl>
     </section>`;
   });

@@ -3,7 +3,7 @@ import type { RecentJobSlots, RecentSlots } from '../../admin/dashboard-ledger.j
 import type { RecentRuns } from '../../admin/dashboard-reads.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord } from '../../admin/run-record.js';
-import { diagnose, slotProblems } from './job-summary.js';
+import { jobProblems } from './job-summary.js';
 
 /** How many slots (or, for a job without a declared schedule, runs) each job's strip shows. */
 export const STRIP_RUNS = 50;
@@ -71,9 +71,7 @@ export function overviewQuery(params: URLSearchParams): OverviewQuery {
 
 /** True when the job's section lists a problem. */
 export function hasProblem(job: OverviewJob, now: Date): boolean {
-  return (
-    diagnose(job.name, job.runs, now).problems.length > 0 || (job.slots !== undefined && slotProblems(job.name, job.slots.slots).length > 0)
-  );
+  return jobProblems(job.name, job.runs, job.slots?.slots, now).length > 0;
 }
 
 /**

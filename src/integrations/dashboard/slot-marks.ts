@@ -17,6 +17,37 @@ export const SLOT_OUTCOMES: Readonly<Record<SlotOutcome, { readonly symbol: stri
   missed: { symbol: '○', label: 'missed (no replica ran it)' },
 };
 
+/** A run of consecutive slots no run took, all with the same outcome (missed, or overlapped). */
+export interface UnrunStretch {
+  readonly outcome: 'missed' | 'overlapped';
+  readonly first: Date;
+  readonly last: Date;
+  readonly count: number;
+}
+
+/**
+ * The slots no run took, as stretches of consecutive slots with one outcome, oldest first: a job
+ * that stopped running for an hour is one stretch, not 3,600 lines and marks. There are at most
+ * one more stretches than slots that some run took, whatever the number of slots.
+ */
+export function unrunStretches(slots: readonly LedgerSlot[]): UnrunStretch[] {
+  const stretches: UnrunStretch[] = [];
+  let previous: SlotOutcome | undefined;
+  for (const entry of slots) {
+    const { outcome } = entry;
+    if (outcome === 'missed' || outcome === 'overlapped') {
+      const open = stretches.at(-1);
+      if (open !== undefined && previous === outcome) {
+        stretches[stretches.length - 1] = { ...open, last: entry.slot, count: open.count + 1 };
+      } else {
+        stretches.push({ outcome, first: entry.slot, last: entry.slot, count: 1 });
+      }
+    }
+    previous = outcome;
+  }
+  return stretches;
+}
+
 /** The outcomes an operator must not overlook: their count is written out beside the strip. */
 const ALARMING: readonly SlotOutcome[] = ['missed', 'overlapped', 'failed', 'late'];
 

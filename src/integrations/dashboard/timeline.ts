@@ -1,5 +1,6 @@
 import type { RunRecord } from '../../admin/run-record.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
+import { unrunStretches } from './slot-marks.js';
 import { formatDuration, OUTCOMES } from './format.js';
 import { html, segment, type Html } from './html.js';
 
@@ -8,8 +9,12 @@ const LANE = 26;
 const AXIS = 22;
 /** The lane above the runs where slots without a run are marked. */
 const SLOT_LANE = 24;
-/** The most slot marks one timeline draws (the newest): past that they would merge into a band. */
-export const MAX_SLOT_MARKS = 500;
+/**
+ * The most stretches of unrun slots one timeline draws and one job page lists (the newest): each
+ * stretch of consecutive missed (or overlapped) slots is one mark and one line, so the page stays
+ * bounded however many slots a stopped job missed.
+ */
+export const MAX_SLOT_MARKS = 100;
 const COLOURS: Readonly<Record<RunRecord['status'], string>> = {
   succeeded: '#1a7f37',
   failed: '#cf222e',
@@ -70,10 +75,9 @@ export function timeline(
     }
   });
   // Slots no run took: missed (a hollow red triangle and a dashed line down the lanes) or
-  // overlapped (a purple diamond), in a lane of their own above the runs, each with its word.
-  const unrun = slots
-    .filter((entry) => (entry.outcome === 'missed' || entry.outcome === 'overlapped') && entry.slot >= from && entry.slot <= to)
-    .slice(-MAX_SLOT_MARKS);
+  // overlapped (a purple diamond), in a lane of their own above the runs, each with its word; a
+  // stretch of consecutive ones is one mark spanning them (a band from the first to the last).
+  const unrun = unrunStretches(slots.filter((entry) => entry.slot >= from && entry.slot <= to)).slice(-MAX_SLOT_MARKS);
   const top = AXIS + (unrun.length === 0 ? 0 : SLOT_LANE);
   const height = top + Math.max(1, laneEnds.length) * LANE + 4;
   const ticks = Array.from({ length: 7 }, (_, index) => {
@@ -122,14 +126,31 @@ export function timeline(
     >`;
   });
   const labelled = unrun.length <= 12;
-  const marks = unrun.map((entry) => {
-    const at = x(entry.slot.getTime());
-    const missed = entry.outcome === 'missed';
+  const marks = unrun.map((stretch) => {
+    const at = x(stretch.first.getTime());
+    const end = Math.max(at, x(stretch.last.getTime()));
+    const missed = stretch.outcome === 'missed';
     const word = missed ? 'missed' : 'overlapped';
-    const label = `${word} slot ${entry.slot.toISOString()}: ${missed ? 'no replica ran it' : 'the lock was still held, no run'}`;
+    const why = missed ? 'no replica ran it' : 'the lock was still held, no run';
+    const label =
+      stretch.count === 1
+        ? `${word} slot ${stretch.first.toISOString()}: ${why}`
+        : `${stretch.count} ${word} slots in a row, ${stretch.first.toISOString()} to ${stretch.last.toISOString()}: ${missed ? 'no replica ran them' : 'the lock was still held, no run'}`;
     const y = AXIS + 4;
+    const colour = missed ? '#cf222e' : '#8250df';
+    const band =
+      stretch.count === 1
+        ? ''
+        : html`<rect
+            x="${at}"
+            y="${y + 3}"
+            width="${Math.max(1, end - at)}"
+            height="6"
+            fill="${missed ? '#fff' : colour}"
+            stroke="${colour}"
+          />`;
     const shape = missed
-      ? html`<polygon points="${at - 6},${y} ${at + 6},${y} ${at},${y + 12}" fill="#fff" stroke="#cf222e" stroke-width="2" /><line
+      ? html`${band}<polygon points="${at - 6},${y} ${at + 6},${y} ${at},${y + 12}" fill="#fff" stroke="#cf222e" stroke-width="2" /><line
             x1="${at}"
             x2="${at}"
             y1="${y + 12}"
@@ -137,11 +158,13 @@ export function timeline(
             stroke="#cf222e"
             stroke-dasharray="3 3"
           />`
-      : html`<polygon points="${at},${y} ${at + 6},${y + 6} ${at},${y + 12} ${at - 6},${y + 6}" fill="#8250df" stroke="#fff" />`;
+      : html`${band}<polygon points="${at},${y} ${at + 6},${y + 6} ${at},${y + 12} ${at - 6},${y + 6}" fill="#8250df" stroke="#fff" />`;
     const text = labelled
-      ? html`<text x="${at + 8}" y="${y + 11}" font-size="11" fill="${missed ? '#cf222e' : '#8250df'}">${word}</text>`
+      ? html`<text x="${end + 8}" y="${y + 11}" font-size="11" fill="${colour}"
+          >${stretch.count === 1 ? word : `${stretch.count} ${word}`}</text
+        >`
       : '';
-    return html`<g class="slot-mark slot-${entry.outcome}" tabindex="0" role="img" aria-label="${label}"
+    return html`<g class="slot-mark slot-${stretch.outcome}" tabindex="0" role="img" aria-label="${label}"
       ><title>${label}</title>${shape}${text}</g
     >`;
   });
