@@ -77,6 +77,12 @@ describe('fires on DST nights (Europe/Berlin)', () => {
     expect(firesAfter('0,30 2 * * *', '2026-03-28T12:00:00Z', 2)).toEqual(['2026-03-29T01:00', '2026-03-30T00:00']);
     expect(firesAfter('0 3 * * *', '2026-03-28T12:00:00Z', 2)).toEqual(['2026-03-29T01:00', '2026-03-30T01:00']);
     expect(firesAfter('30 1 * * *', '2026-03-28T12:00:00Z', 2)).toEqual(['2026-03-29T00:30', '2026-03-29T23:30']);
+    // From the last second before the jump, and from the jump itself: a ledger range starting there, a task started then.
+    const daily = resolveCronSlots('30 2 * * *', ZONE, 'dst')!;
+    expect(daily.fireAfter(new Date('2026-03-29T00:59:58Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
+    expect(daily.fireAfter(new Date('2026-03-29T00:59:59Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
+    expect(daily.fireAfter(new Date('2026-03-29T00:59:59.900Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
+    expect(daily.fireAfter(new Date('2026-03-29T01:00:00Z')).toISOString()).toBe('2026-03-30T00:30:00.000Z');
     // 01:59 CET, then 03:00 CEST: the next real minute.
     expect(firesAfter('* * * * *', '2026-03-29T00:58:00Z', 3)).toEqual(['2026-03-29T00:59', '2026-03-29T01:00', '2026-03-29T01:01']);
     // An hourly half past: 01:30 CET, 03:30 CEST (no 02:30, which is no real time).
