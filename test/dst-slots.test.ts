@@ -7,7 +7,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createScheduleStore } from '../src/admin/job-schedules.js';
-import { resolveCronSlots } from '../src/core/cron-slots.js';
+import { resolveCronSlots, type CronSlots } from '../src/core/cron-slots.js';
 import type { Dialect } from '../src/core/dialect.js';
 import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
 import { postgresDialect } from '../src/dialects/postgres/dialect.js';
@@ -25,13 +25,20 @@ const DIALECTS: Record<string, Dialect<never>> = {
   sqlite: sqliteDialect as Dialect<never>,
 };
 
+/** The job's slots in Berlin (`cron` is given, so they are defined). */
+function berlinSlots(expression: string): CronSlots {
+  const slots = resolveCronSlots(expression, ZONE, 'dst');
+  if (slots === undefined) throw new Error('no slots');
+  return slots;
+}
+
 /** The first `count` fires of `expression` in Berlin strictly after `after` (ISO), as UTC ISO minutes. */
 function firesAfter(expression: string, after: string, count: number): string[] {
-  const cron = resolveCronSlots(expression, ZONE, 'dst');
+  const cron = berlinSlots(expression);
   const fires: string[] = [];
   let at = new Date(after);
   for (let index = 0; index < count; index += 1) {
-    at = cron!.fireAfter(at);
+    at = cron.fireAfter(at);
     fires.push(at.toISOString().slice(0, 16));
   }
   return fires;
@@ -78,7 +85,7 @@ describe('fires on DST nights (Europe/Berlin)', () => {
     expect(firesAfter('0 3 * * *', '2026-03-28T12:00:00Z', 2)).toEqual(['2026-03-29T01:00', '2026-03-30T01:00']);
     expect(firesAfter('30 1 * * *', '2026-03-28T12:00:00Z', 2)).toEqual(['2026-03-29T00:30', '2026-03-29T23:30']);
     // From the last second before the jump, and from the jump itself: a ledger range starting there, a task started then.
-    const daily = resolveCronSlots('30 2 * * *', ZONE, 'dst')!;
+    const daily = berlinSlots('30 2 * * *');
     expect(daily.fireAfter(new Date('2026-03-29T00:59:58Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
     expect(daily.fireAfter(new Date('2026-03-29T00:59:59Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
     expect(daily.fireAfter(new Date('2026-03-29T00:59:59.900Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
@@ -90,9 +97,9 @@ describe('fires on DST nights (Europe/Berlin)', () => {
   });
 
   it('claims the slot of the real minute in the repeated hour, and the jump for a time in the gap', () => {
-    const everyMinute = resolveCronSlots('* * * * *', ZONE, 'dst')!;
+    const everyMinute = berlinSlots('* * * * *');
     expect(everyMinute.slotAt(new Date('2026-10-25T00:30:30Z')).toISOString()).toBe('2026-10-25T00:30:00.000Z');
-    const daily = resolveCronSlots('30 2 * * *', ZONE, 'dst')!;
+    const daily = berlinSlots('30 2 * * *');
     expect(daily.slotAt(new Date('2026-03-29T01:00:30Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
     expect(daily.slotAt(new Date('2026-10-25T01:45:00Z')).toISOString()).toBe('2026-10-25T00:30:00.000Z');
   });
@@ -150,13 +157,15 @@ describe('the ledger on DST nights (Europe/Berlin)', () => {
       await run('every-real-minute', night);
       await run('fixed-fall', [new Date('2026-10-25T00:30:00Z')]);
       // 02:30 on 28 and 30 March (node-cron's runs: none on the 29th), and with the jump's run.
-      const days = [new Date('2026-03-28T01:30:00Z'), new Date('2026-03-30T00:30:00Z')];
-      await run('gap-skipped', days);
-      await run('gap-run', [days[0]!, new Date('2026-03-29T01:00:00Z'), days[1]!]);
+      const before = new Date('2026-03-28T01:30:00Z');
+      const after = new Date('2026-03-30T00:30:00Z');
+      await run('gap-skipped', [before, after]);
+      await run('gap-run', [before, new Date('2026-03-29T01:00:00Z'), after]);
 
       const ledgerOf = async (job: string, since: string, until: string) => {
         const [ledger] = await guard.slots({ job, since: new Date(since), until: new Date(until) });
-        return ledger!;
+        if (ledger === undefined) throw new Error(`no ledger for ${job}`);
+        return ledger;
       };
       const missedOf = (slots: readonly { slot: Date; outcome: string }[]) =>
         slots.filter((entry) => entry.outcome === 'missed').map((entry) => entry.slot.toISOString().slice(0, 16));
