@@ -68,7 +68,7 @@ export function zonedFires(expression: string, timezone: string | undefined): Zo
   const nextWall = (wall: number): number => wallClock.getNextMatch(new Date(wall)).getTime();
   const wildcard = isWildcardExpression(expression);
 
-  /** The first instant in [from, to] whose offset is not `current` (to the second), or undefined. */
+  /** The first instant in (from, to] whose offset is not `current` (to the second), or undefined; offset(from) is `current`. */
   const firstChange = (from: number, to: number, current: number): number | undefined => {
     let lo = from;
     for (;;) {
@@ -98,25 +98,32 @@ export function zonedFires(expression: string, timezone: string | undefined): Zo
   return {
     fireAfter(at) {
       // `after`: the exclusive lower bound (an instant, a whole second); the fire is the first
-      // instant past it whose wall clock matches, walking one offset at a time.
+      // instant past it whose wall clock matches, walking one offset at a time. `current` is the
+      // offset from `from` (≤ after + 1 s) on: at a transition `after` is the second before it
+      // (its old offset) and `from` the transition (its new one).
       let after = Math.floor(at.getTime() / SECOND) * SECOND;
+      let from = after;
+      let current = offset(from);
       for (let step = 0; step < MAX_STEPS; step += 1) {
-        const current = offset(after + SECOND);
         const wall = nextWall(after + current);
         const candidate = wall - current;
-        const change = firstChange(after + SECOND, candidate, current);
+        const change = firstChange(from, candidate, current);
         if (change === undefined) {
           // Fall-back: a fixed time fires at its first occurrence only.
           if (!wildcard && repeatsEarlier(wall, current)) {
             after = candidate;
+            from = candidate;
             continue;
           }
           return new Date(candidate);
         }
         // Spring-forward: a fixed time in the gap (before the wall clock after the jump) fires at the jump.
-        if (!wildcard && offset(change) > current && wall < change + offset(change)) return new Date(change);
+        const next = offset(change);
+        if (!wildcard && next > current && wall < change + next) return new Date(change);
         // Go on past the transition, at the offset after it.
         after = change - SECOND;
+        from = change;
+        current = next;
       }
       throw new RangeError(`no fire of ${JSON.stringify(expression)} found`);
     },
