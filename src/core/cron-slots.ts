@@ -1,6 +1,7 @@
 import { IANAZone } from 'luxon';
-import { createTask, validateDetailed } from 'node-cron';
+import { validateDetailed } from 'node-cron';
 import { describeValue } from './describe-value.js';
+import { zonedFires } from './zoned-fires.js';
 
 /**
  * A call made this long before a fire time belongs to that fire: a timer that fired a few ms early
@@ -34,11 +35,6 @@ export interface CronSlots {
   slotAt(at: Date): Date;
   /** The expression's first fire strictly after the whole second `at` falls in (the slot ledger walks a range with it). */
   fireAfter(at: Date): Date;
-}
-
-/** node-cron's matcher: the first fire strictly after the whole second `date` falls in. */
-interface NextFire {
-  getNextMatch(date: Date): Date;
 }
 
 /**
@@ -93,13 +89,15 @@ const known = new Map<string, CronSlots>();
 const MAX_KNOWN = 1_000;
 
 function cronSlots(expression: string, timezone: string | undefined): CronSlots {
-  const matcher = nextFireOf(expression, timezone);
-  // node-cron computes a fire in 50 to 90 µs, and every job on this expression asks the same
+  // The expression's real fire instants, DST nights included (zoned-fires.ts): what the ledger
+  // expects and a slot is, and what `guard.schedule` fires on (slot-heartbeat.ts).
+  const fires = zonedFires(expression, timezone);
+  // A fire takes 50 to 100 µs to compute, and every job on this expression asks the same
   // questions at each fire (the slot it claims, the slot before it, the fire after it: the slot
   // ledger's checks after a win), so the answers are kept in two windows of [a fire, the next fire)
   // and the last fire asked after. Calls of one job come in order, so most are answered from
   // these, or with one step forward.
-  const next = (ms: number): number => matcher.getNextMatch(new Date(ms)).getTime();
+  const next = (ms: number): number => fires.fireAfter(new Date(ms)).getTime();
   let slot = Number.NaN;
   let following = Number.NaN;
   let earlierSlot = Number.NaN;
@@ -174,19 +172,4 @@ function lastFireAtOrBefore(next: (ms: number) => number, t: number): number {
     else hi = mid;
   }
   return next(lo);
-}
-
-/**
- * node-cron's own matcher for the expression, so that a slot here is the date node-cron's
- * `guard.schedule` fires carry. node-cron 4.6 (pinned) keeps it on the task as `timeMatcher`;
- * the task is never started, and destroyed at once (which takes it out of node-cron's registry).
- */
-function nextFireOf(expression: string, timezone: string | undefined): NextFire {
-  const task = createTask(expression, () => undefined, timezone === undefined ? {} : { timezone });
-  const matcher = (task as unknown as { timeMatcher?: Partial<NextFire> }).timeMatcher;
-  void task.destroy();
-  if (typeof matcher?.getNextMatch !== 'function') {
-    throw new Error('node-cron no longer exposes its time matcher: cronguard needs the node-cron version it pins');
-  }
-  return matcher as NextFire;
 }

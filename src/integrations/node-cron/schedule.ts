@@ -1,5 +1,5 @@
 import { IANAZone } from 'luxon';
-import { schedule as scheduleTask, validateDetailed, type ScheduledTask } from 'node-cron';
+import { schedule as scheduleTask, validateDetailed, type ScheduledTask, type TaskContext } from 'node-cron';
 import type { SlotWatch } from '../../admin/slot-watch.js';
 import { isCancellation } from '../../core/cancellation.js';
 import { MAX_CRON_EXPRESSION_LENGTH, resolveCronSlots } from '../../core/cron-slots.js';
@@ -15,6 +15,7 @@ import type { RunResult } from '../../core/run-result.js';
 import { asCatchUp, resolveCatchUp } from './catch-up.js';
 import { watchWhileScheduling } from './coordinator-triggers.js';
 import type { SlotFireEntry, SlotFires } from './slot-fires.js';
+import { scheduleOnZonedFires } from './slot-heartbeat.js';
 
 /** A job to run on a cron schedule. */
 export interface ScheduleOptions extends JobOptions {
@@ -106,14 +107,13 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   // A run invoked by hand (task.execute()) has no slot: its date is just "now" on this replica.
   // A scheduled fire goes through the guard's SlotFires, which fires every task due at that slot
   // at the first of them (`entry` is set before node-cron's first fire, which comes from a timer).
-  const task = scheduleTask(
-    expression,
-    (context) => {
-      if (context.execution?.reason === 'invoked') return fire(null);
-      return entry === undefined ? fire(context.date) : host.fires.fire(entry, context.date);
-    },
-    { name: job.name, ...(timezone === undefined ? {} : { timezone }) },
-  );
+  // The task fires on the expression's real instants, DST nights included (slot-heartbeat.ts).
+  const onFire = (context: TaskContext): Promise<void> => {
+    if (context.execution?.reason === 'invoked') return fire(null);
+    return entry === undefined ? fire(context.date) : host.fires.fire(entry, context.date);
+  };
+  const taskOptions = { name: job.name, ...(timezone === undefined ? {} : { timezone }) };
+  const task = cron === undefined ? scheduleTask(expression, onFire, taskOptions) : scheduleOnZonedFires(cron, onFire, taskOptions);
   const entry: SlotFireEntry | undefined = cron === undefined ? undefined : host.fires.add({ name: job.name, task, cron, fire });
   host.tasks.add(task);
   // node-cron destroys a task on destroy() or after maxExecutions; a stopped one can start again.
