@@ -39,7 +39,7 @@ Commands:
       --probe  --node <url>…      Active checks of the database instead: read-only, pooler, cluster,
                                   clocks, a live race for one lock; exit 1 on a FAIL (docs/topologies.md)
   slots                       Per scheduled job, each expected slot's outcome; exit 1 if missed, late or failed
-      --job <name>  --since <24h>
+      --job <name>  --since <24h | ISO time>  --until <now | 1h (ago) | ISO time>
   prune --older-than <30d>    Delete old runs, keeping each job's newest
   unlock <job> --force        Free a lock left by a process that is gone; exit 1 if it was not locked
       --reason <text>  --by <who>  (recorded in the audit)
@@ -76,7 +76,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   locks: [],
   history: ['job', 'status', 'since', 'limit', 'before'],
   doctor: ['job', 'probe', 'node'],
-  slots: ['job', 'since'],
+  slots: ['job', 'since', 'until'],
   prune: ['older-than'],
   unlock: ['force', 'reason', 'by'],
   forget: ['reason', 'by'],
