@@ -1,3 +1,4 @@
+import { GuardError } from '../core/errors.js';
 import type { Guard } from '../guard/create-guard.js';
 import { formatTable, formatTime, oneLine, printable } from './format.js';
 import { UsageError, type CommandOptions, type CommandOutput } from './commands.js';
@@ -52,7 +53,14 @@ export async function triggerCommand(guard: Guard, job: string | undefined, opti
   const name = jobOf(job, 'trigger');
   // A request for a job no replica schedules would wait forever.
   await knownJob(guard, name, '(a trigger runs on a replica that schedules the job)');
-  const id = await guard.trigger(name, { by: options.by ?? defaultActor(), force: options.force === true });
+  const id = await guard.trigger(name, { by: options.by ?? defaultActor(), force: options.force === true }).catch((error: unknown) => {
+    // The API's refusal names `force: true`; the command line's names the flag.
+    if (!(error instanceof GuardError) || error.code !== 'JOB_PAUSED') throw error;
+    const quoted = printable(name);
+    throw new UsageError(
+      `"${quoted}" is paused, so it was not triggered: resume it first (cronguard resume ${quoted}), or run it anyway with cronguard trigger ${quoted} --force`,
+    );
+  });
   const text = `Asked for one run of "${printable(name)}" now: a replica that schedules it runs it at its next look (controlPollInterval).\n`;
   return { text, json: { job: name, requestId: id }, exitCode: 0 };
 }
