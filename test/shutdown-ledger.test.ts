@@ -6,7 +6,8 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { describe } from 'vitest';
+import { describe, expect as expectPure, it } from 'vitest';
+import { stopGaps } from '../src/core/stop-gaps.js';
 import { databaseUrl, uniquePrefix } from './support/dialects.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
@@ -87,4 +88,29 @@ describe('the slot ledger after a clean stop', () => {
     },
     90_000,
   );
+});
+
+describe('stopGaps', () => {
+  const at = (seconds: number): Date => new Date(Date.UTC(2026, 11, 6) + seconds * 1_000);
+  const row = (started: number, declared: number, stopped: number | null) => ({
+    startedAt: at(started),
+    declaredAt: at(declared),
+    stoppedAt: stopped === null ? null : at(stopped),
+  });
+  const hour = 3_600;
+  it('opens a gap only when the last declaring process stops, and closes it at the next start', () => {
+    // Two replicas; one stops at 100 while the other runs: no gap; the other stops at 200: a gap to the restart at 300.
+    expectPure(stopGaps([row(0, 0, 100), row(0, 0, 200), row(300, 300, null)], at(400), 2 * hour * 1_000)).toEqual([
+      { from: at(200), until: at(300) },
+    ]);
+    expectPure(stopGaps([row(0, 0, 100), row(0, 0, 200)], at(400), 2 * hour * 1_000)).toEqual([{ from: at(200), until: null }]);
+  });
+  it('counts a process that died (no stop) as declaring until two hours after its last declaration', () => {
+    const killed = row(0, 0, null);
+    expectPure(stopGaps([killed, row(0, 0, 200)], at(400), 2 * hour * 1_000)).toEqual([]);
+    // Three hours later the dead one no longer hides a clean stop.
+    expectPure(stopGaps([killed, row(0, 3 * hour, 3 * hour)], at(3 * hour + 10), 2 * hour * 1_000)).toEqual([
+      { from: at(3 * hour), until: null },
+    ]);
+  });
 });
