@@ -5,6 +5,7 @@ import { createReplicasTable } from './003-create-replicas.js';
 import { operatorControls } from './004-operator-controls.js';
 import { createSlotLedger } from './005-slot-ledger.js';
 import { createRoutines } from './006-take-procedure.js';
+import { createDeclarations } from './007-declarations.js';
 import type { MigrationContext } from './context.js';
 
 export type { MigrationContext } from './context.js';
@@ -42,6 +43,7 @@ const SCHEMA_MIGRATIONS: Record<string, MigrationFactory> = {
   '004_operator_controls': operatorControls,
   '005_slot_ledger': createSlotLedger,
   '006_take_procedure': createRoutines,
+  '007_declarations': createDeclarations,
 };
 
 /** The number of a migration's name (`003_create_replicas` → 3). */

@@ -12,7 +12,7 @@ import { resolveTableNames } from '../src/dialects/table-names.js';
 /** The take procedure's name for a table prefix (src/dialects/mysql/take-procedure.ts). */
 const takeProcedureOf = (prefix: string): string => takeProcedureName(resolveTableNames(prefix, mysqlDialect));
 
-const TABLES = ['locks', 'runs', 'replicas', 'schema_migrations', 'controls', 'jobs'];
+const TABLES = ['locks', 'runs', 'replicas', 'schema_migrations', 'controls', 'jobs', 'declarations'];
 
 function sqlFiles(dialect: DialectName): string[] {
   const dir = new URL(`../migrations/sql/${dialect}/`, import.meta.url);
@@ -161,8 +161,8 @@ describe.each(dialectTargets().filter((target) => target.name === 'postgres'))('
         `SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ?`,
         [`${prefix}%`],
       );
-      // locks, runs, replicas, controls, jobs, the two ledgers' two tables each, and the migration lease.
-      expect(Number(row?.n)).toBe(10);
+      // locks, runs, replicas, controls, jobs, declarations, the two ledgers' two tables each, and the migration lease.
+      expect(Number(row?.n)).toBe(11);
     } finally {
       await raw.exec(`DROP SCHEMA ${other} CASCADE`);
       await raw.close();

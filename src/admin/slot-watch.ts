@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import { EARLY_CALL_TOLERANCE_MS, type CronSlots } from '../core/cron-slots.js';
@@ -7,6 +8,7 @@ import { processTimeZone } from '../core/process-time-zone.js';
 import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
+import { createDeclarationStore, type DeclarationStore } from './declarations.js';
 import type { ScheduleStore } from './job-schedules.js';
 import { readPauseIntervals } from './pause-reads.js';
 import { PreviousRunReader } from './previous-runs.js';
@@ -57,6 +59,11 @@ export class SlotWatch {
   readonly #runs: ReturnType<typeof sql.raw>;
   readonly #previousRuns: PreviousRunReader;
   #declareFailed = false;
+  /** This process's declarations (migration 007): a random id, so that a restart is a new row. */
+  readonly #declarations: DeclarationStore;
+  readonly #instanceId = randomUUID();
+  /** The jobs whose declaration row this process wrote: its shutdown marks them stopped. */
+  readonly #declaredJobs = new Set<string>();
   /** The schedules declared in this turn of the event loop, sent together at its end. */
   #pending = new Map<string, WatchedSchedule>();
   /** Declares every watched schedule again, hourly, from the first declaration on. */
@@ -66,6 +73,27 @@ export class SlotWatch {
     this.#parts = parts;
     this.#runs = sql.raw(quotedTable(parts.tables, 'runs', parts.dialect.quote));
     this.#previousRuns = new PreviousRunReader(parts.db, parts.dialect, this.#runs);
+    this.#declarations = createDeclarationStore(parts.db, parts.dialect, parts.tables);
+  }
+
+  /**
+   * At shutdown, once the runs in flight are done: this process no longer declares its jobs.
+   * When it was the last process declaring a job, the ledger expects no slot of it from now until
+   * a process declares it again. Never rejects: a stop not recorded (tables before 007, database
+   * down) leaves the later slots expected, as after a crash.
+   */
+  async recordStop(): Promise<void> {
+    clearInterval(this.#refresh);
+    if (this.#declaredJobs.size === 0) return;
+    const { dialect, logger } = this.#parts;
+    try {
+      await this.#declarations.stop([...this.#declaredJobs], this.#instanceId);
+    } catch (error) {
+      if (dialect.isMissingTable(error) || dialect.isReadOnly(error)) return;
+      logger.warn(
+        `Shutdown: recording that this replica stopped scheduling its jobs failed (their later slots count as missed): ${messageOf(error)}`,
+      );
+    }
   }
 
   /**
@@ -237,9 +265,24 @@ export class SlotWatch {
       lockAtLeastForMs: schedule.lockAtLeastForMs,
       catchUpMs: schedule.catchUpMs,
     }));
+    const names = declared.map(({ name }) => name);
     this.#parts.track(
       schedules.declare(declared, lockedBy).then(
-        () => void (this.#declareFailed = false),
+        async () => {
+          this.#declareFailed = false;
+          // This process's own row per job (migration 007), after the schedules: tables before 007
+          // have none, and the jobs run on without it (the replica's presence says to migrate).
+          await this.#declarations.declare(names, this.#instanceId, lockedBy).then(
+            () => names.forEach((name) => this.#declaredJobs.add(name)),
+            (error: unknown) => {
+              if (!dialect.isMissingTable(error) && !dialect.isReadOnly(error)) {
+                logger.warn(
+                  `Declaring which replica schedules ${names.length === 1 ? 'job' : 'jobs'} "${names[0]}" for the slot ledger failed: ${messageOf(error)}`,
+                );
+              }
+            },
+          );
+        },
         (error: unknown) => {
           // Once until it works again: a guard not yet migrated to 005 keeps running its jobs.
           if (this.#declareFailed) return;

@@ -14,6 +14,8 @@ import {
   type SlotOutcome,
 } from '../core/slot-ledger.js';
 import { expectedSlotsInTurns } from '../core/slot-walk.js';
+import { inStopGap, stopGaps, type StopGap } from '../core/stop-gaps.js';
+import { createDeclarationStore } from './declarations.js';
 import { pointInTime } from './history.js';
 import { readPauseIntervals } from './pause-reads.js';
 import type { DeclaredSchedule, ScheduleStore } from './job-schedules.js';
@@ -36,6 +38,12 @@ export interface JobLedger {
   readonly timezone: string | null;
   /** No replica has declared the schedule for a day: its slots stop an hour after the last declaration. */
   readonly retired: boolean;
+  /**
+   * When the last replica that declared the schedule stopped cleanly (its `shutdown()`/`close()`),
+   * when none has declared it since: no slot is expected after it. Null while a replica schedules
+   * the job, or when the last one died without a shutdown (its slots stay expected, and missed).
+   */
+  readonly stoppedAt: Date | null;
   /**
    * The range the slots cover: the query's, cut to when the schedule last changed and to now
    * (slots younger than lateAfter are listed only once a run has started them).
@@ -64,6 +72,8 @@ const MAX_LEDGER_ROWS = MAX_LEDGER_SLOTS * 20;
 export const RETIRE_AFTER_MS = 24 * 3_600_000;
 /** How often a replica that schedules a job declares it again. */
 export const DECLARE_EVERY_MS = 3_600_000;
+/** A replica that has not declared for this long (and did not stop cleanly) died: it no longer declares. */
+export const DECLARER_DEAD_AFTER_MS = 2 * DECLARE_EVERY_MS;
 
 /** A runs row as the ledger reads it, with the columns of `ledgerRunColumns`. */
 export interface LedgerRow {
@@ -121,6 +131,7 @@ function unreadable(schedule: DeclaredSchedule, now: Date, error: unknown): JobL
     expression: schedule.expression,
     timezone: schedule.timezone,
     retired: false,
+    stoppedAt: null,
     since: now,
     until: now,
     truncated: false,
@@ -141,6 +152,17 @@ export function createSlotsReader(
   const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
   const reads = dialect.reads;
   const columns = sql.raw(ledgerRunColumns(reads));
+  const declarations = createDeclarationStore(db, dialect, tables);
+
+  /** A job's clean-stop gaps; none on tables before migration 007 (no declarations table). */
+  async function gapsOf(job: string, now: Date): Promise<StopGap[]> {
+    try {
+      return stopGaps(await declarations.of(job), now, DECLARER_DEAD_AFTER_MS);
+    } catch (error) {
+      if (dialect.isMissingTable(error)) return [];
+      throw error;
+    }
+  }
 
   /**
    * One job's rows by slot, on the (job_name, slot) index. From one lockAtMostFor (or
@@ -182,10 +204,14 @@ export function createSlotsReader(
       if (cron === undefined) continue;
       const retired = now.getTime() - schedule.declaredAt.getTime() > RETIRE_AFTER_MS;
       const from = new Date(Math.max(since.getTime(), schedule.changedAt.getTime()));
+      // The clean stops of the job's last declaring replica: no slot expected from one until a replica declares it again.
+      const gaps = await gapsOf(schedule.name, now);
+      const stoppedAt = gaps.at(-1)?.until === null ? (gaps.at(-1)?.from ?? null) : null;
       const end = Math.min(
         until.getTime(),
         now.getTime(),
         retired ? schedule.declaredAt.getTime() + DECLARE_EVERY_MS : Number.POSITIVE_INFINITY,
+        stoppedAt?.getTime() ?? Number.POSITIVE_INFINITY,
       );
       const to = new Date(Math.max(end, from.getTime()));
       // In turns that give the event loop back (a week of an every-second job is 10,000 fires of
@@ -197,12 +223,20 @@ export function createSlotsReader(
       const expected = cut === null ? walked : { ...walked, slots: walked.slots.filter((slot) => slot > cut), truncated: true };
       const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;
       const pauses = await readPauseIntervals(db, dialect, tables, schedule.name, covered, to);
-      const ledger = settledSlots(cron, slotLedger(expected.slots, expected.following, read.runs, schedule.lockAtLeastForMs, pauses), now);
+      const ledger = settledSlots(
+        cron,
+        slotLedger(expected.slots, expected.following, read.runs, schedule.lockAtLeastForMs, pauses),
+        now,
+      ).filter(
+        // A slot in a stop gap was not expected; one that ran there anyway is listed.
+        (entry) => entry.runId !== null || !inStopGap(gaps, entry.slot.getTime()),
+      );
       ledgers.push({
         job: schedule.name,
         expression: schedule.expression,
         timezone: schedule.timezone,
         retired,
+        stoppedAt,
         since: covered,
         until: to,
         truncated: expected.truncated,

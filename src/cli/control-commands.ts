@@ -1,7 +1,9 @@
+import { GuardError } from '../core/errors.js';
 import type { Guard } from '../guard/create-guard.js';
 import { formatTable, formatTime, oneLine, printable } from './format.js';
 import { UsageError, type CommandOptions, type CommandOutput } from './commands.js';
 import { didYouMean } from './nearest-names.js';
+import { timeArgument } from './time-argument.js';
 import { defaultActor } from './actor.js';
 
 /** The operator commands: pause, resume, trigger, audit (issue 17). */
@@ -23,23 +25,13 @@ async function knownJob(guard: Guard, name: string, alternative: string): Promis
   );
 }
 
-/** --until: an ISO time (2026-12-01T18:00:00Z), else a duration from now (2h, 30m). */
-function untilOf(value: string): Date | string {
-  if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
-    const at = new Date(value);
-    if (Number.isNaN(at.getTime())) throw new UsageError(`--until expects a duration such as 2h or an ISO time, got "${printable(value)}"`);
-    return at;
-  }
-  return value;
-}
-
 export async function pauseCommand(guard: Guard, job: string | undefined, options: CommandOptions): Promise<CommandOutput> {
   const name = jobOf(job, 'pause');
   if (options.create !== true) await knownJob(guard, name, '(--create pauses a job that has not run yet)');
   const state = await guard.pause(name, {
     by: options.by ?? defaultActor(),
     ...(options.reason === undefined ? {} : { reason: options.reason }),
-    ...(options.until === undefined ? {} : { until: untilOf(options.until) }),
+    ...(options.until === undefined ? {} : { until: timeArgument(options.until, '--until') }),
   });
   const until = state.until === null ? 'until resumed' : `until ${formatTime(state.until)}`;
   const text = `Paused "${printable(name)}" ${until}: no replica starts it from its next attempt on; a run already going is not stopped.\n`;
@@ -61,7 +53,14 @@ export async function triggerCommand(guard: Guard, job: string | undefined, opti
   const name = jobOf(job, 'trigger');
   // A request for a job no replica schedules would wait forever.
   await knownJob(guard, name, '(a trigger runs on a replica that schedules the job)');
-  const id = await guard.trigger(name, { by: options.by ?? defaultActor(), force: options.force === true });
+  const id = await guard.trigger(name, { by: options.by ?? defaultActor(), force: options.force === true }).catch((error: unknown) => {
+    // The API's refusal names `force: true`; the command line's names the flag.
+    if (!(error instanceof GuardError) || error.code !== 'JOB_PAUSED') throw error;
+    const quoted = printable(name);
+    throw new UsageError(
+      `"${quoted}" is paused, so it was not triggered: resume it first (cronguard resume ${quoted}), or run it anyway with cronguard trigger ${quoted} --force`,
+    );
+  });
   const text = `Asked for one run of "${printable(name)}" now: a replica that schedules it runs it at its next look (controlPollInterval).\n`;
   return { text, json: { job: name, requestId: id }, exitCode: 0 };
 }

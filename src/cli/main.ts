@@ -39,7 +39,7 @@ Commands:
       --probe  --node <url>…      Active checks of the database instead: read-only, pooler, cluster,
                                   clocks, a live race for one lock; exit 1 on a FAIL (docs/topologies.md)
   slots                       Per scheduled job, each expected slot's outcome; exit 1 if missed, late or failed
-      --job <name>  --since <24h>
+      --job <name>  --since <24h | ISO time>  --until <now | 1h (ago) | ISO time>
   prune --older-than <30d>    Delete old runs, keeping each job's newest
   unlock <job> --force        Free a lock left by a process that is gone; exit 1 if it was not locked
       --reason <text>  --by <who>  (recorded in the audit)
@@ -76,7 +76,7 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   locks: [],
   history: ['job', 'status', 'since', 'limit', 'before'],
   doctor: ['job', 'probe', 'node'],
-  slots: ['job', 'since'],
+  slots: ['job', 'since', 'until'],
   prune: ['older-than'],
   unlock: ['force', 'reason', 'by'],
   forget: ['reason', 'by'],
@@ -264,11 +264,20 @@ function parseError(error: Error): string {
   const unknown = /Unknown option '(-{1,2})([^']*)'/.exec(error.message);
   if (unknown !== null) {
     const flag = unknown[2] ?? '';
-    return `unknown option ${unknown[1] ?? '--'}${printable(flag)}.${didYouMean(flag, FLAG_NAMES, (v) => `--${v}`)} See cronguard --help`;
+    // A one- or two-letter flag is near every short name: no guess for it.
+    const near = flag.length < 3 ? '' : didYouMean(flag, FLAG_NAMES, (v) => `--${v}`);
+    return `unknown option ${unknown[1] ?? '--'}${printable(flag)}.${near} See cronguard --help`;
   }
   const missing = /Option '(-{1,2}[\w-]+)[^']*' argument missing/.exec(error.message);
   if (missing !== null) return `${missing[1] ?? 'the option'} needs a value (see cronguard --help)`;
-  return error.message;
+  const ambiguous = /Option '(-{1,2}[\w-]+)' argument is ambiguous/.exec(error.message);
+  if (ambiguous !== null) {
+    const flag = ambiguous[1] ?? 'the option';
+    return `${flag} needs a value, and the next argument looks like a flag: write ${flag}=<value> for a value that starts with "-" (see cronguard --help)`;
+  }
+  const valued = /Option '(-{1,2}[\w-]+)' does not take an argument/.exec(error.message);
+  if (valued !== null) return `${valued[1] ?? 'the option'} takes no value (see cronguard --help)`;
+  return `${error.message.split('\n')[0] ?? error.message} (see cronguard --help)`;
 }
 
 /** The command line's flag for each option of the API that a `TypeError` names. */

@@ -1,6 +1,7 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
 import { formatTable, formatTime, printable } from './format.js';
+import { timeArgument } from './time-argument.js';
 import { assertKnownJob } from './unknown-job.js';
 
 /** Outcomes listed per slot; the others are only counted. */
@@ -9,14 +10,16 @@ const LISTED = new Set(['missed', 'late', 'failed', 'cancelled', 'overlapped', '
 const MAX_LISTED = 50;
 
 /**
- * `cronguard slots [--job J] [--since 24h]`: per job, how many of its expected slots had each
- * outcome, then the slots that need a look (missed, late, failed, …), newest last. Exit 1 when a
- * slot was missed, late or failed, so that a script can alert on it.
+ * `cronguard slots [--job J] [--since 24h | ISO] [--until 1h | ISO]`: per job, how many of its
+ * expected slots had each outcome, then the slots that need a look (missed, late, failed, …),
+ * newest last, and a job whose last replica stopped cleanly. Exit 1 when a slot was missed, late or
+ * failed, so that a script can alert on it.
  */
 export async function slotsCommand(guard: Guard, options: CommandOptions): Promise<CommandOutput> {
   const ledgers = await guard.slots({
     ...(options.job === undefined ? {} : { job: options.job }),
-    since: options.since ?? '24h',
+    since: timeArgument(options.since ?? '24h', '--since'),
+    ...(options.until === undefined ? {} : { until: timeArgument(options.until, '--until') }),
   });
   // No ledger for a --job: a typo (exit 2) unless the tables know the job, which then has no schedule.
   if (options.job !== undefined && ledgers.length === 0) {
@@ -28,7 +31,7 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
     };
   }
   const summary = formatTable(
-    ['job', 'schedule', 'slots', 'succeeded', 'late', 'missed', 'overlapped', 'failed', 'cancelled', 'running', 'since'],
+    ['job', 'schedule', 'slots', 'succeeded', 'late', 'missed', 'overlapped', 'paused', 'failed', 'cancelled', 'running', 'since', 'until'],
     ledgers.map((ledger) => [
       ledger.job + (ledger.retired ? ' (retired)' : ''),
       `${ledger.expression}${ledger.timezone === null ? '' : ` ${ledger.timezone}`}`,
@@ -37,10 +40,12 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
       String(ledger.counts.late),
       String(ledger.counts.missed),
       String(ledger.counts.overlapped),
+      String(ledger.counts.paused),
       String(ledger.counts.failed),
       String(ledger.counts.cancelled),
       String(ledger.counts.running),
       formatTime(ledger.since),
+      ledger.stoppedAt === null ? formatTime(ledger.until) : `${formatTime(ledger.until)} (stopped)`,
     ]),
   );
   // A job whose schedule this reader cannot use: its problem and fix, first; the other jobs as ever.
@@ -55,11 +60,21 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
         ),
       ),
   );
+  // A job whose replicas all stopped cleanly: why its slots end there (not an outage).
+  const stopped = ledgers.flatMap((ledger) =>
+    ledger.stoppedAt === null
+      ? []
+      : [
+          printable(
+            `${ledger.job}: stopped at ${formatTime(ledger.stoppedAt)} (its last replica shut down cleanly): no slot is expected until a replica schedules it again`,
+          ),
+        ],
+  );
   const listed = [...problems, ...details];
   const text =
     ledgers.length === 0
       ? 'No declared schedules yet (guard.schedule, a coordinator or a decorated job with `cron` declares one).\n'
-      : `${summary}${listed.length === 0 ? '\nEvery slot accounted for.\n' : `\n${listed.join('\n')}\n`}`;
+      : `${summary}${listed.length === 0 ? '\nEvery slot accounted for.\n' : `\n${listed.join('\n')}\n`}${stopped.map((line) => `${line}\n`).join('')}`;
   const bad = ledgers.some(
     (ledger) => ledger.problem !== undefined || ledger.counts.missed + ledger.counts.late + ledger.counts.failed > 0,
   );

@@ -1,5 +1,5 @@
 import { IANAZone } from 'luxon';
-import { validateDetailed } from 'node-cron';
+import { assertCronExpression } from './cron-fields.js';
 import { describeValue } from './describe-value.js';
 import { zonedFires } from './zoned-fires.js';
 
@@ -44,18 +44,11 @@ export interface CronSlots {
  */
 export function resolveCronSlots(cron: unknown, timezone: unknown, job: string): CronSlots | undefined {
   if (cron === undefined) return undefined;
-  const validation = typeof cron === 'string' ? validateDetailed(cron) : undefined;
-  if (validation === undefined || !validation.valid) {
-    const detail = validation?.errors.map((error) => error.message).join('; ');
-    throw new TypeError(
-      `Expected \`cron\` of job ${JSON.stringify(job)} to be a cron expression like '0 * * * *' or '*/10 * * * * *', got ${describeValue(cron)}` +
-        (detail === undefined || detail === '' ? '' : ` (${detail})`),
-    );
-  }
-  if ((cron as string).length > MAX_CRON_EXPRESSION_LENGTH) {
+  assertCronExpression(cron, '`cron`', job);
+  if (cron.length > MAX_CRON_EXPRESSION_LENGTH) {
     throw new TypeError(
       `Expected \`cron\` of job ${JSON.stringify(job)} to be at most ${MAX_CRON_EXPRESSION_LENGTH} characters long ` +
-        `(the slot ledger's column), got ${(cron as string).length}: ${describeValue(cron)}`,
+        `(the slot ledger's column), got ${cron.length}: ${describeValue(cron)}`,
     );
   }
   if (timezone !== undefined && (typeof timezone !== 'string' || !IANAZone.isValidZone(timezone))) {
@@ -63,10 +56,10 @@ export function resolveCronSlots(cron: unknown, timezone: unknown, job: string):
       `Expected \`timezone\` of job ${JSON.stringify(job)} to be an IANA time zone like 'Europe/Paris', got ${describeValue(timezone)}`,
     );
   }
-  const key = `${timezone ?? ''}\n${cron as string}`;
+  const key = `${timezone ?? ''}\n${cron}`;
   let slots = known.get(key);
   if (slots === undefined) {
-    slots = cronSlots(cron as string, timezone);
+    slots = cronSlots(cron, timezone);
     try {
       slots.slotAt(new Date());
     } catch {

@@ -28,6 +28,11 @@ export interface TableNames {
   readonly replicas: string;
   /** The jobs' declared schedules (migration 005): what the slot ledger expects. */
   readonly jobs: string;
+  /**
+   * Which guard process declares which job's schedule, from when, and when it stopped cleanly
+   * (migration 007): the slot ledger expects no slot after the last declaring process stopped.
+   */
+  readonly declarations: string;
   /** One row: who migrates now and until when (admin/migration-lease.ts); created by `migrate()` itself. */
   readonly migrationLease: string;
 }

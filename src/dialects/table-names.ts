@@ -33,6 +33,7 @@ function namesFor(schema: string | undefined, prefix: string): TableNames {
     runs: `${prefix}runs`,
     controls: `${prefix}controls`,
     jobs: `${prefix}jobs`,
+    declarations: `${prefix}declarations`,
     migrations: `${prefix}migrations`,
     migrationLock: `${prefix}migrations_lock`,
     schemaMigrations: `${prefix}schema_migrations`,

@@ -316,6 +316,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
       tasks: this.#tasks,
       warmUp: this.#warmUp,
       runner: this.#runner,
+      recordStop: () => this.#admin.slotWatch.recordStop(),
       closeDatabase: this.#closeDatabase,
     });
   }

@@ -141,7 +141,7 @@ export class GuardControls {
     const by = this.#by(options.by, job);
     const reason = optionalText(options.reason, 'reason', job);
     const until = options.until === undefined ? null : untilOf(options.until, job);
-    const state = await this.#store.pause({ job, by, reason, until });
+    const state = await this.#migrated(this.#store.pause({ job, by, reason, until }));
     this.#wired.events.emit('paused', { job, by, reason, until: state.until, auto: false });
     return state;
   }
@@ -149,7 +149,7 @@ export class GuardControls {
   async resume(name: string, options: ResumeOptions = {}): Promise<boolean> {
     this.#assertOpen('resume');
     const job = validateJobName(name);
-    return this.#store.resume(job, this.#by(options.by, job), optionalText(options.reason, 'reason', job));
+    return this.#migrated(this.#store.resume(job, this.#by(options.by, job), optionalText(options.reason, 'reason', job)));
   }
 
   async trigger(name: string, options: TriggerOptions = {}): Promise<string> {
@@ -158,7 +158,7 @@ export class GuardControls {
     const force = options.force === undefined ? false : options.force;
     if (typeof force !== 'boolean')
       throw new TypeError(`Expected \`force\` of job ${JSON.stringify(job)} to be a boolean, got ${describeValue(force)}`);
-    return this.#store.requestTrigger(job, this.#by(options.by, job), force);
+    return this.#migrated(this.#store.requestTrigger(job, this.#by(options.by, job), force));
   }
 
   /** The job name and the audit of an unlock or a forget, validated as a pause's are. */
@@ -174,7 +174,7 @@ export class GuardControls {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_LIMIT) {
       throw new TypeError(`Expected \`limit\` to be an integer from 1 to ${MAX_AUDIT_LIMIT}, got ${describeValue(limit)}`);
     }
-    return this.#store.audit(job, limit);
+    return this.#migrated(this.#store.audit(job, limit));
   }
 
   /**
@@ -258,6 +258,21 @@ export class GuardControls {
       this.#wired.events.emit('paused', { job: job.name, by, reason, until: null, auto: true });
     } catch (cause) {
       this.#parts.logger.error(`Counting the failed runs of job "${job.name}" for autoPause failed: ${messageOf(cause)}`);
+    }
+  }
+
+  /**
+   * A control on tables not migrated: the GuardError the reads give (\`TABLE_MISSING\`, saying to
+   * migrate), not the driver's "relation does not exist".
+   */
+  async #migrated<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (cause) {
+      if (!this.#parts.dialect.isMissingTable(cause)) throw cause;
+      throw new GuardError('TABLE_MISSING', 'The cronguard tables do not exist; run `cronguard migrate` or `await guard.migrate()`', {
+        cause,
+      });
     }
   }
 

@@ -29,6 +29,11 @@ export interface ShutdownParts {
   readonly warmUp: { stop(): void };
   /** The guard's runner: closed first, then drained. */
   readonly runner: Runner;
+  /**
+   * Records that this process stopped declaring its schedules (the slot ledger expects no slot of
+   * a job after its last declaring process stopped cleanly). Never rejects.
+   */
+  readonly recordStop: () => Promise<void>;
   /** Ends the pool or file the guard opened; nothing for one passed in. */
   readonly closeDatabase: () => Promise<void>;
 }
@@ -36,10 +41,11 @@ export interface ShutdownParts {
 /**
  * The steps of `guard.shutdown`: close the runner (no new runs, from the call on), stop the tasks,
  * then drain the runner (it tells running jobs to stop, waits up to the timeout for the work in
- * flight, and cuts the acquires still waiting on the server), end the pool. Resolves within the
+ * flight, and cuts the acquires still waiting on the server), record the stop of the schedules
+ * (the slot ledger), end the pool. Resolves within the
  * timeout plus 2 × SHUTDOWN_GRACE_MS whatever the database does.
  */
-export async function shutdownGuard({ timeoutMs, logger, tasks, warmUp, runner, closeDatabase }: ShutdownParts): Promise<void> {
+export async function shutdownGuard({ timeoutMs, logger, tasks, warmUp, runner, recordStop, closeDatabase }: ShutdownParts): Promise<void> {
   runner.close();
   const deadline = performance.now() + timeoutMs;
   warmUp.stop();
@@ -49,6 +55,11 @@ export async function shutdownGuard({ timeoutMs, logger, tasks, warmUp, runner, 
   const pending = await runner.drain(deadline, SHUTDOWN_GRACE_MS);
   if (pending > 0) {
     logger.warn(`Shutdown: ${pending} run(s) or acquire(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`);
+  }
+  // After the runs in flight (their slots are theirs), before the pool ends; bounded like the rest:
+  // a stop not recorded leaves the job's later slots expected, as after a crash.
+  if ((await withTimeout(recordStop(), Math.max(deadline - performance.now(), 0) + SHUTDOWN_GRACE_MS)) === TIMED_OUT) {
+    logger.warn('Shutdown: recording the stop of the schedules in the slot ledger took too long; their later slots count as missed');
   }
   // Ending a pool waits for its checked-out connections (node-postgres, mysql2): a statement still
   // waiting on the server must not hold shutdown past its bound. The pool then ends in the

@@ -2,6 +2,7 @@ import { getTasks, type RunCoordinator } from 'node-cron';
 import type { SlotWatch } from '../../admin/slot-watch.js';
 import { resolveCronSlots } from '../../core/cron-slots.js';
 import type { DurationInput } from '../../core/duration.js';
+import { messageOf } from '../../core/errors.js';
 import { isHeld, SUCCEEDED_ENDING, type HeldLock } from '../../core/held-lock.js';
 import { resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
 import type { Logger } from '../../core/logger.js';
@@ -91,7 +92,15 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
     const task = [...getTasks().values()].find((candidate) => candidate.name === job.name) as ScheduledTaskFields | undefined;
     const expression = task?.getPattern();
     if (expression === undefined) return;
-    const cron = resolveCronSlots(expression, task?.timezone, job.name);
+    // node-cron accepted the expression already; one cronguard refuses (`*/61`, a step that never
+    // repeats) runs on undeclared: the slot ledger cannot say which slots it should have had.
+    let cron;
+    try {
+      cron = resolveCronSlots(expression, task?.timezone, job.name);
+    } catch (error) {
+      warnOnce(job.name, `Job "${job.name}" runs, but the slot ledger does not follow it: ${messageOf(error)}`);
+      return;
+    }
     if (cron !== undefined) host.slotWatch.declare({ ...job, cron, catchUpMs: null });
   }
 

@@ -1,7 +1,8 @@
 import { IANAZone } from 'luxon';
-import { schedule as scheduleTask, validateDetailed, type ScheduledTask, type TaskContext } from 'node-cron';
+import { schedule as scheduleTask, type ScheduledTask, type TaskContext } from 'node-cron';
 import type { SlotWatch } from '../../admin/slot-watch.js';
 import { isCancellation } from '../../core/cancellation.js';
+import { assertCronExpression } from '../../core/cron-fields.js';
 import { MAX_CRON_EXPRESSION_LENGTH, resolveCronSlots } from '../../core/cron-slots.js';
 import type { DurationInput } from '../../core/duration.js';
 import { describeValue } from '../../core/describe-value.js';
@@ -57,14 +58,7 @@ export interface ScheduleHost {
  */
 export function scheduleJob<T>(host: ScheduleHost, expression: string, options: ScheduleOptions, fn: JobFunction<T>): ScheduledTask {
   const job = host.runner.resolveJob(options);
-  const validation = typeof expression === 'string' ? validateDetailed(expression) : undefined;
-  if (validation === undefined || !validation.valid) {
-    const detail = validation?.errors.map((error) => error.message).join('; ');
-    throw new TypeError(
-      `Expected the cron expression of job ${JSON.stringify(job.name)} to be valid, got ${describeValue(expression)}` +
-        (detail === undefined || detail === '' ? '' : ` (${detail})`),
-    );
-  }
+  assertCronExpression(expression, 'the schedule', job.name);
   if (expression.length > MAX_CRON_EXPRESSION_LENGTH) {
     throw new TypeError(
       `Expected the cron expression of job ${JSON.stringify(job.name)} to be at most ${MAX_CRON_EXPRESSION_LENGTH} characters long ` +
