@@ -125,10 +125,14 @@ describe.each(dialectTargets())('operator controls on $name', (target) => {
       const job = { name: 'flaky', lockAtMostFor: '1m', autoPause: { afterFailures: 3 } };
       const paused: unknown[] = [];
       guard.on('paused', (event) => paused.push(event));
-      const fail = (): Promise<never> => Promise.reject(new Error('upstream down'));
+      // Each run lasts a few ms: runs in a row never share their start's millisecond (SQLite's clock).
+      const fail = async (): Promise<never> => {
+        await sleep(3);
+        throw new Error('upstream down');
+      };
       await expect(guard.run(job, fail)).rejects.toThrow('upstream down');
       await expect(guard.run(job, fail)).rejects.toThrow('upstream down');
-      expect((await guard.run(job, () => 'ok')).executed).toBe(true);
+      expect((await guard.run(job, () => sleep(3))).executed).toBe(true);
       for (let i = 0; i < 3; i += 1) await expect(guard.run(job, fail)).rejects.toThrow('upstream down');
       await expect.poll(() => paused.length).toBe(1);
       expect(paused[0]).toMatchObject({ job: 'flaky', by: 'replica-1', until: null, auto: true });

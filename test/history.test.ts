@@ -55,7 +55,15 @@ describe.each(dialectTargets())('history on $name', (target) => {
 
       // Lost: another execution took the expired lock; the late finisher still records its outcome.
       const other = guardOn(url, prefix).guard;
-      const late = guard.run({ name: 'lost', lockAtMostFor: '300ms' }, () => sleep(700));
+      // Its lock expires 300 ms after its take (a loaded machine may take a while to take it): the
+      // other tries once the body has run for 400 ms.
+      let bodyStarted!: () => void;
+      const started = new Promise<void>((resolve) => (bodyStarted = resolve));
+      const late = guard.run({ name: 'lost', lockAtMostFor: '300ms' }, async () => {
+        bodyStarted();
+        await sleep(700);
+      });
+      await started;
       await sleep(400);
       expect((await other.run({ name: 'lost', lockAtMostFor: '1m' }, () => 'took over')).executed).toBe(true);
       await late;

@@ -258,10 +258,11 @@ export function createControlStore(db: Kysely<unknown>, dialect: Dialect, tables
       // failures before it paused the job once already). A correlated NOT EXISTS on the audit,
       // one job's few rows; read after a failure only. Strictly after (`>`): a run started in the
       // resume's own millisecond (SQLite's clock, a fast machine) counts, as it began after it.
+      // Runs started in one millisecond (sub-ms jobs one after the other) are ordered by their end.
       const { rows } = await sql<{ status: string }>`SELECT status FROM ${runs} r
         WHERE r.job_name = ${job} AND r.status IN ('succeeded', 'failed', 'cancelled', 'abandoned')
           AND NOT EXISTS (SELECT 1 FROM ${controls} c WHERE c.job_name = r.job_name AND c.action = 'resume' AND c.changed_at > r.started_at)
-        ORDER BY r.started_at DESC, r.id DESC LIMIT ${limit}`.execute(db);
+        ORDER BY r.started_at DESC, r.finished_at DESC, r.id DESC LIMIT ${limit}`.execute(db);
       return rows.map((row) => row.status);
     },
 

@@ -100,8 +100,10 @@ async function migrateAll(
   migrator: (table: string, lockTable: string, migrations: Record<string, Migration>) => Migrator,
 ): Promise<MigrationWork> {
   const { tables } = context;
-  // Kysely's migrator runs a ledger's migrations in one transaction where DDL rolls back.
-  const rollsBack = db.getExecutor().adapter.supportsTransactionalDdl;
+  // Kysely's migrator runs a ledger's migrations in one transaction where DDL rolls back: on
+  // PostgreSQL and SQLite; MySQL commits each DDL statement on its own (Kysely's own adapters say the
+  // same, through getExecutor(), which Kysely marks internal).
+  const rollsBack = dialect.name !== 'mysql';
   const base = await migrateToLatest(dialect, started, rollsBack, () =>
     Promise.resolve(migrator(tables.migrations, tables.migrationLock, baseMigrations(context))),
   );
