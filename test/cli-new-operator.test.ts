@@ -67,7 +67,7 @@ describe('cronguard command-line mistakes', () => {
       expect(schedule('*/61 * * * * *')).toThrow(
         new TypeError(
           `Expected the schedule of job "report" to be a cron expression like '0 * * * *' or '*/10 * * * * *', got "*/61 * * * * *": ` +
-            `the step 61 of "*/61" in the second field must be from 1 to 59 (a larger one fires only at its first value)`,
+            `the step 61 of "*/61" in the second field must be from 1 to 60 (a larger one fires only at its first value)`,
         ),
       );
       expect(schedule('0 25 * * *')).toThrow(/got "0 25 \* \* \*": 25 is outside the hour field's 0-23$/);

@@ -59,9 +59,12 @@ function itemProblem(item: string, field: CronField): string | undefined {
   if (outside !== undefined) return `${outside} is outside the ${field.name} field's ${field.min}-${field.max}`;
   if (stepText === undefined) return undefined;
   const step = Number(stepText);
-  const span = field.max - field.min;
-  if (step < 1 || step > span) {
-    return `the step ${step} of "${item}" in the ${field.name} field must be from 1 to ${span} (a larger one fires only at its first value)`;
+  // Up to the field's count of values: `*/60` in the minutes (only :00) is a common way to write
+  // "hourly" that node-cron and Vixie cron accept, and an app upgrading must keep starting. Past it,
+  // a step is a typo (`*/61` in the seconds, `*/25` in the hours).
+  const count = field.max - field.min + 1;
+  if (step < 1 || step > count) {
+    return `the step ${step} of "${item}" in the ${field.name} field must be from 1 to ${count} (a larger one fires only at its first value)`;
   }
   return undefined;
 }
