@@ -65,25 +65,33 @@ describe.each(dialectTargets())("the job's safety tools on $name", (target) => {
 
     it('fires the signal before the lock expires for a job that ignores it, and records the overrun', async () => {
       const { guard, url, prefix } = await migratedGuard(target);
-      // Once this failed with the signal 47 s late, which nothing in the guard could explain: if it
-      // fails again, the message says whether this process's event loop was blocked meanwhile.
-      let lastTick = performance.now();
-      let longestGapMs = 0;
-      const ticker = setInterval(() => {
-        longestGapMs = Math.max(longestGapMs, performance.now() - lastTick);
-        lastTick = performance.now();
-      }, 10);
-      let signalledAt = 0;
-      const late = guard.run({ name: 'ignores', lockAtMostFor: 1_200 }, async (ctx) => {
-        ctx.signal.addEventListener('abort', () => (signalledAt = Date.now()), { once: true });
-        await sleep(1_800);
-      });
-      await sleep(1_400);
-      // The lock expired: another replica may start.
-      expect((await guardOn(url, prefix).guard.run({ name: 'ignores', lockAtMostFor: '1m' }, () => 'next')).executed).toBe(true);
-      await late;
-      clearInterval(ticker);
-      const runs = (await guard.history({ job: 'ignores' })).runs;
+      /** One run that ignores its signal; the longest stall of this process's event loop meanwhile. */
+      const attempt = async (name: string) => {
+        let lastTick = performance.now();
+        let longestGapMs = 0;
+        const ticker = setInterval(() => {
+          longestGapMs = Math.max(longestGapMs, performance.now() - lastTick);
+          lastTick = performance.now();
+        }, 10);
+        let signalledAt = 0;
+        const late = guard.run({ name, lockAtMostFor: 1_200 }, async (ctx) => {
+          ctx.signal.addEventListener('abort', () => (signalledAt = Date.now()), { once: true });
+          await sleep(1_800);
+        });
+        await sleep(1_400);
+        // The lock expired: another replica may start.
+        expect((await guardOn(url, prefix).guard.run({ name, lockAtMostFor: '1m' }, () => 'next')).executed).toBe(true);
+        await late;
+        clearInterval(ticker);
+        const runs = (await guard.history({ job: name })).runs;
+        return { signalledAt, longestGapMs, runs };
+      };
+      // A signal is a timer of this process: while the process itself is stalled (a loaded machine
+      // stopped it for over a second, as seen in a full run), no timer can fire. Such an attempt
+      // proves nothing either way and is tried again, up to three times.
+      let result = await attempt('ignores-0');
+      for (let retry = 1; retry < 3 && result.longestGapMs > 300; retry += 1) result = await attempt(`ignores-${retry}`);
+      const { signalledAt, longestGapMs, runs } = result;
       const ignored = runs.find((run) => run.overran);
       // The database clock is this host's clock here: the signal came before the expiry it recorded.
       const stalled = `the longest gap between 10 ms ticks of this process's event loop was ${Math.round(longestGapMs)} ms`;
