@@ -1,9 +1,6 @@
 // `cronguard migrate` says what it did (issue #35): the migrations it applied, or that the tables
 // were already up to date; and on MySQL/MariaDB, for a user without CREATE ROUTINE, that the take
 // procedure was NOT created, what that costs and the GRANT to run. Through the real binary.
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { baseMigrations, schemaMigrations, SCHEMA_VERSION } from '../migrations/index.js';
 import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
@@ -12,24 +9,11 @@ import { resolveTableNames } from '../src/dialects/table-names.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { ownDatabaseUrl } from './support/own-database.js';
 import { openRaw } from './support/raw-database.js';
-
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+import { cronguard } from './support/cronguard-cli.js';
 
 /** This version's migrations, in order (whichever a later version adds). */
 const context = { tables: resolveTableNames('cronguard_', mysqlDialect), dialect: mysqlDialect };
 const ALL = [...Object.keys(baseMigrations(context)), ...Object.keys(schemaMigrations(context))];
-
-async function cronguard(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      env: { ...process.env, CRONGUARD_DATABASE_URL: '', DATABASE_URL: '' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
 
 describe.each(dialectTargets())('cronguard migrate says what it did on $name', (target) => {
   it.skipIf(target.serverUrl === null)('lists the migrations it applied, then says the tables were already up to date', async () => {

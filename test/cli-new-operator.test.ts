@@ -3,30 +3,14 @@
 // controls on tables not migrated, a refused trigger that names --force, a SQLite path whose
 // directory is missing, and a `slots` table whose columns add up. Cron expressions node-cron
 // accepted silently (`*/61`) or refused in its own words are refused in ours.
-import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { createGuard } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
-
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
-
-async function cronguard(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      env: { ...process.env, CRONGUARD_DATABASE_URL: '', DATABASE_URL: '' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+import { cronguard } from './support/cronguard-cli.js';
 
 describe('cronguard command-line mistakes', () => {
   it('answers an unknown flag and a mistyped command in its own words, with the nearest name and --help', async () => {

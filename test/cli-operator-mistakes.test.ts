@@ -1,26 +1,10 @@
 // What a new operator hits on the `cronguard` command (issue #26): a mistyped job name that acted, an
 // unlock with no trail, a job that could not be forgotten, and messages that did not say what to do.
 // Through the real binary, on every dialect.
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
-
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
-
-async function cronguard(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      env: { ...process.env, CRONGUARD_DATABASE_URL: '', DATABASE_URL: '' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+import { cronguard } from './support/cronguard-cli.js';
 
 describe.each(dialectTargets())('cronguard operator commands on $name', (target) => {
   it.skipIf(target.serverUrl === null)(

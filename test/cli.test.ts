@@ -1,29 +1,13 @@
 // The `cronguard` command, end to end through child_process, on the built package.
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { SCHEMA_VERSION } from '../migrations/index.js';
-
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
-
-async function cronguard(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      env: { ...process.env, CRONGUARD_DATABASE_URL: '', DATABASE_URL: '', ...env },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+import { cronguard } from './support/cronguard-cli.js';
 
 describe.each(dialectTargets())('cronguard migrate on $name', (target) => {
   it.skipIf(target.serverUrl === null)('creates the tables, from --database, CRONGUARD_DATABASE_URL or DATABASE_URL', async () => {

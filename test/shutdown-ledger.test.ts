@@ -3,31 +3,15 @@
 // `cronguard slots` exits 0; a restart expects slots again from the restart, and a replica killed
 // with kill -9 stopped nothing: its slots are missed. Replicas in their own OS processes, the CLI
 // through the real binary, on every dialect.
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect as expectPure, it } from 'vitest';
 import { stopGaps } from '../src/core/stop-gaps.js';
 import { databaseUrl, uniquePrefix } from './support/dialects.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import { startWorker, type Worker } from './support/processes.js';
+import { cronguard } from './support/cronguard-cli.js';
 
 type Message = { type: 'ready'; pid: number } | { type: 'ran'; pid: number; slot: string } | { type: 'exiting'; pid: number };
-
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
-
-async function cronguard(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
-      env: { ...process.env, CRONGUARD_DATABASE_URL: '', DATABASE_URL: '' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
 
 const ran = (workers: Worker<Message>[]): number => workers.flatMap((worker) => worker.received.filter((m) => m.type === 'ran')).length;
 
