@@ -1,29 +1,10 @@
 #!/usr/bin/env node
-import { migrateCommand } from './migrate-command.js';
-import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createGuard, type Guard } from '../guard/create-guard.js';
 import { printable } from './format.js';
-import { messageOf } from '../core/errors.js';
 import { packageVersion } from '../core/package-version.js';
-import { sqlitePath } from '../dialects/sqlite/connection.js';
-import { dashboardCommand } from './dashboard-command.js';
-import {
-  doctorCommand,
-  historyCommand,
-  locksCommand,
-  pruneCommand,
-  unlockCommand,
-  versionsCommand,
-  UsageError,
-  type CommandOptions,
-  type CommandOutput,
-} from './commands.js';
-import { auditCommand, forgetCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
+import type { CommandOptions } from './commands.js';
 import { didYouMean } from './nearest-names.js';
-import { probeCommand } from './probe-command.js';
-import { slotsCommand } from './slots-command.js';
+import { fail } from './usage-error.js';
 
 const USAGE = `Usage: cronguard <command> [options]
 
@@ -181,79 +162,26 @@ export async function main(argv: string[]): Promise<number> {
     ...(values.node === undefined ? {} : { nodes: values.node }),
   };
 
-  // Only migrate creates a SQLite file: a mistyped path for a read would leave an empty database behind.
-  if (/^sqlite:/i.test(database)) {
-    const path = sqlitePath(database);
-    // migrate creates the file, never its directory: say so before it fails on a missing one.
-    if (path !== ':memory:' && !existsSync(dirname(resolve(path)))) {
-      return fail(
-        `no directory ${dirname(resolve(path))} for the SQLite database ${path}: create it first (cronguard migrate creates the file, not its directory)`,
-      );
-    }
-    if (command !== 'migrate' && path !== ':memory:' && !existsSync(path)) {
-      return fail(`no SQLite database at ${path} (cronguard migrate creates it)`);
-    }
-  }
-
-  let guard: Guard | undefined;
-  try {
-    // Errors are logged by the CLI itself, once, as one line; the dashboard's own (a page that
-    // failed, a refused host) go to stderr as they happen.
-    const toStderr = (message: string): void => void process.stderr.write(`cronguard: ${printable(message)}\n`);
-    guard = createGuard({
-      database,
-      tablePrefix: values['table-prefix'] ?? 'cronguard_',
-      logger: command === 'dashboard' ? { warn: toStderr, error: toStderr } : { warn: () => {}, error: () => {} },
-    });
-    const output =
-      command === 'dashboard'
-        ? await dashboardCommand(guard, {
-            port: values.port,
-            host: values.host,
-            readOnly: values['read-only'],
-            allowHosts: values['allow-host'] ?? [],
-            ...(values['base-path'] === undefined ? {} : { basePath: values['base-path'] }),
-          })
-        : await run(guard, command, job, options, database);
-    process.stdout.write(values.json === true ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
-    return output.exitCode;
-  } catch (error) {
-    if (process.env.CRONGUARD_DEBUG !== undefined) console.error(error);
-    return fail(describeError(error, command, chosen.source));
-  } finally {
-    await guard?.close().catch(() => undefined);
-  }
-}
-
-function run(guard: Guard, command: string, job: string | undefined, options: CommandOptions, database: string): Promise<CommandOutput> {
-  switch (command) {
-    case 'migrate':
-      return migrateCommand(guard, database);
-    case 'versions':
-      return versionsCommand(guard);
-    case 'locks':
-      return locksCommand(guard);
-    case 'history':
-      return historyCommand(guard, options);
-    case 'doctor':
-      return options.probe === true ? probeCommand(guard, options) : doctorCommand(guard, options);
-    case 'slots':
-      return slotsCommand(guard, options);
-    case 'prune':
-      return pruneCommand(guard, options);
-    case 'pause':
-      return pauseCommand(guard, job, options);
-    case 'resume':
-      return resumeCommand(guard, job, options);
-    case 'trigger':
-      return triggerCommand(guard, job, options);
-    case 'audit':
-      return auditCommand(guard, job, options);
-    case 'forget':
-      return forgetCommand(guard, job, options);
-    default:
-      return unlockCommand(guard, job, options);
-  }
+  // The database part (Kysely, the drivers, the guard) is loaded only now: help, a usage error or
+  // a typo answers without loading it (a third of a second of module loading on every call).
+  const { runCommand } = await import('./run-command.js');
+  return runCommand({
+    command,
+    job,
+    options,
+    database,
+    databaseSource: chosen.source,
+    jobCommand: JOB_COMMANDS.has(command),
+    tablePrefix: values['table-prefix'] ?? 'cronguard_',
+    json: values.json === true,
+    dashboard: {
+      port: values.port,
+      host: values.host,
+      readOnly: values['read-only'],
+      allowHosts: values['allow-host'] ?? [],
+      ...(values['base-path'] === undefined ? {} : { basePath: values['base-path'] }),
+    },
+  });
 }
 
 /** Every flag `main` knows, for a "did you mean" after a mistyped one. */
@@ -278,53 +206,6 @@ function parseError(error: Error): string {
   const valued = /Option '(-{1,2}[\w-]+)' does not take an argument/.exec(error.message);
   if (valued !== null) return `${valued[1] ?? 'the option'} takes no value (see cronguard --help)`;
   return `${error.message.split('\n')[0] ?? error.message} (see cronguard --help)`;
-}
-
-/** The command line's flag for each option of the API that a `TypeError` names. */
-const FLAGS: Readonly<Record<string, string>> = {
-  tablePrefix: '--table-prefix',
-  olderThan: '--older-than',
-  since: '--since',
-  limit: '--limit',
-  status: '--status',
-  before: '--before',
-  until: '--until',
-  reason: '--reason',
-  by: '--by',
-  force: '--force',
-};
-
-/**
- * A `TypeError` of the API in the command line's words: `olderThan` becomes --older-than, `database`
- * the flag or variable it came from, and a job's `name` the --job option or the unlock argument.
- */
-function inFlags(message: string, command: string, databaseSource: string): string {
-  return message.replace(/`(\w+)`/g, (quoted, option: string) => {
-    if (option === 'database') return databaseSource;
-    if (option === 'name') return JOB_COMMANDS.has(command) ? 'the job name' : '--job';
-    return FLAGS[option] ?? quoted;
-  });
-}
-
-/** One line: the message, and the driver's reason when it is the cause. */
-function describeError(error: unknown, command: string, databaseSource: string): string {
-  if (!(error instanceof Error)) return String(error);
-  if (error instanceof TypeError) return inFlags(error.message, command, databaseSource);
-  if (error instanceof UsageError) return error.message;
-  const message = messageOf(error);
-  const causeMessage = error.cause instanceof Error ? messageOf(error.cause) : '';
-  const cause = causeMessage !== '' && !message.includes(causeMessage) ? `: ${causeMessage}` : '';
-  return `${message}${cause}`.replace(/\s*\n\s*/g, ' ');
-}
-
-/**
- * The message on stderr, its lines as lines. Other control characters are written as escapes:
- * whatever a message quotes (a job name, a driver's text) must not reach the terminal raw; the
- * CLI escapes a job name's newlines itself where it quotes one.
- */
-function fail(message: string): number {
-  process.stderr.write(`cronguard: ${message.split('\n').map(printable).join('\n')}\n`);
-  return 2;
 }
 
 process.exitCode = await main(process.argv.slice(2));
