@@ -63,6 +63,8 @@ export interface ScheduleHost {
   readonly slotWatch: SlotWatch;
   /** Answers the job's "run now" requests (guard.trigger) on this replica with `fn`; returns the function that stops. */
   watchTriggers(job: ResolvedJob, fn: JobFunction<unknown>): () => void;
+  /** Whether the guard is shutting down: a fire still waiting for its `spread` offset then does not run. */
+  isClosed(): boolean;
 }
 
 /**
@@ -126,7 +128,9 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   const taskOptions = { name: job.name, ...(timezone === undefined ? {} : { timezone }) };
   const task = cron === undefined ? scheduleTask(expression, onFire, taskOptions) : scheduleOnZonedFires(cron, onFire, taskOptions);
   const spreadFire =
-    cron === undefined || spreadMs === null ? undefined : spreadFires(task, cron, spreadOffsetMs(job.name, spreadMs), fire);
+    cron === undefined || spreadMs === null
+      ? undefined
+      : spreadFires(task, cron, spreadOffsetMs(job.name, spreadMs), fire, () => host.isClosed());
   const entry: SlotFireEntry | undefined =
     cron === undefined || spreadFire !== undefined ? undefined : host.fires.add({ name: job.name, task, cron, fire });
   host.tasks.add(task);

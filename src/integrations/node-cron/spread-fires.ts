@@ -9,13 +9,16 @@ import type { CronSlots } from '../../core/cron-slots.js';
  * the gap to the next slot (a schedule irregular past what `spread` was checked against, a DST
  * night) is cut to just before the next slot, so that the runs still follow their slots.
  * Stopping or destroying the task (as shutdown does) cancels the waits: those slots are not run,
- * as a stopped task runs no slot, and no timer holds the process open.
+ * as a stopped task runs no slot, and no timer holds the process open. A wait that ends once the
+ * guard is shutting down (`isClosed`), before shutdown has stopped the task, ends without a run
+ * either: its acquire would only be refused, with a warning.
  */
 export function spreadFires(
   task: ScheduledTask,
   cron: Pick<CronSlots, 'fireAfter'>,
   offsetMs: number,
   fire: (slot: Date) => Promise<void>,
+  isClosed: () => boolean,
 ): (slot: Date) => Promise<void> {
   const waiting = new Set<() => void>();
   const cancelAll = (): void => {
@@ -36,7 +39,7 @@ export function spreadFires(
       };
       const timer = setTimeout(() => {
         waiting.delete(cancel);
-        resolve(fire(slot));
+        resolve(isClosed() ? undefined : fire(slot));
       }, waitMs);
       waiting.add(cancel);
     });
