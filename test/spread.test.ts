@@ -10,7 +10,8 @@ import { closeWhenTestEnds } from './support/case-cleanup.js';
 import { cronguard } from './support/cronguard-cli.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { databaseUrl, dialectTargets } from './support/dialects.js';
-import { migratedGuard } from './support/guards.js';
+import { guardOn, migratedGuard } from './support/guards.js';
+import { openRaw } from './support/raw-database.js';
 import { startWorker, type Worker } from './support/processes.js';
 
 type SpreadMessage =
@@ -150,3 +151,27 @@ describe.each(dialectTargets().filter((target) => target.name === 'sqlite'))('sp
 async function shutdown(guard: Guard): Promise<void> {
   await guard.shutdown({ timeout: '10s' });
 }
+
+describe.each(dialectTargets())('spread on tables before migration 008 on $name', (target) => {
+  it.skipIf(target.serverUrl === null)(
+    'declares the schedule without spread_ms (the job still spreads), and the ledger reads it, with no warning',
+    async () => {
+      const { url, prefix, guard: migrating } = await migratedGuard(target);
+      await migrating.close();
+      // The tables as 0.x before `spread` left them: 007 applied, no spread_ms.
+      const raw = await openRaw(target.name, url);
+      try {
+        await raw.exec(`ALTER TABLE ${prefix}jobs DROP COLUMN spread_ms`);
+        await raw.query(`DELETE FROM ${prefix}schema_migrations WHERE name = ?`, ['008_spread']);
+      } finally {
+        await raw.close();
+      }
+      const { guard, logger } = guardOn(url, prefix);
+      const task = guard.schedule(EXPRESSION, { name: JOB, lockAtMostFor: '10s', spread: SPREAD }, () => undefined);
+      await expect.poll(async () => (await guard.slots({ job: JOB })).map((ledger) => ledger.expression)).toEqual([EXPRESSION]);
+      await task.destroy();
+      expect((await guard.versions()).schema.database).toBe(7);
+      expect([...logger.warnings, ...logger.errors]).toEqual([]);
+    },
+  );
+});
