@@ -6,6 +6,7 @@ import { operatorControls } from './004-operator-controls.js';
 import { createSlotLedger } from './005-slot-ledger.js';
 import { createRoutines } from './006-take-procedure.js';
 import { createDeclarations } from './007-declarations.js';
+import { addSpread } from './008-spread.js';
 import type { MigrationContext } from './context.js';
 
 export type { MigrationContext } from './context.js';
@@ -44,6 +45,7 @@ const SCHEMA_MIGRATIONS: Record<string, MigrationFactory> = {
   '005_slot_ledger': createSlotLedger,
   '006_take_procedure': createRoutines,
   '007_declarations': createDeclarations,
+  '008_spread': addSpread,
 };
 
 /** The number of a migration's name (`003_create_replicas` → 3). */

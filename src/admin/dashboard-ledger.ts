@@ -1,3 +1,4 @@
+import { spreadOffsetMs } from '../core/spread.js';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import { resolveCronSlots } from '../core/cron-slots.js';
@@ -96,10 +97,12 @@ export function createDashboardLedgerReader(
     const jobs = new Map<string, RecentJobSlots>();
     for (const { schedule, cron, retired, expected } of windows) {
       const rows = (rowsByJob.get(schedule.name) ?? []).map(toLedgerRun);
+      const offsetMs = spreadOffsetMs(schedule.name, schedule.spreadMs);
       const ledger = settledSlots(
         cron,
-        slotLedger(expected.slots, expected.following, rows, schedule.lockAtLeastForMs, pauses.get(schedule.name)),
+        slotLedger(expected.slots, expected.following, rows, schedule.lockAtLeastForMs, pauses.get(schedule.name), offsetMs),
         now,
+        offsetMs,
       );
       jobs.set(schedule.name, {
         expression: schedule.expression,

@@ -8,6 +8,7 @@ import { processTimeZone } from '../core/process-time-zone.js';
 import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
+import { spreadOffsetMs } from '../core/spread.js';
 import { createDeclarationStore, type DeclarationStore } from './declarations.js';
 import type { ScheduleStore } from './job-schedules.js';
 import { readPauseIntervals } from './pause-reads.js';
@@ -22,6 +23,8 @@ export interface WatchedSchedule {
   readonly lockAtLeastForMs: number;
   /** The `catchUp` window in ms, or null. */
   readonly catchUpMs: number | null;
+  /** The `spread` window in ms, or null: its runs start the job's offset inside it after their slot. */
+  readonly spreadMs: number | null;
 }
 
 export interface SlotWatchParts {
@@ -114,8 +117,10 @@ export class SlotWatch {
   }
 
   /** Declares a decorated job that has a `cron` option (one without has no schedule to declare); returns it. */
-  declareDecorated<J extends Omit<WatchedSchedule, 'cron' | 'catchUpMs'> & { readonly cron: CronSlots | undefined }>(job: J): J {
-    if (job.cron !== undefined) this.declare({ ...job, cron: job.cron, catchUpMs: null });
+  declareDecorated<J extends Omit<WatchedSchedule, 'cron' | 'catchUpMs' | 'spreadMs'> & { readonly cron: CronSlots | undefined }>(
+    job: J,
+  ): J {
+    if (job.cron !== undefined) this.declare({ ...job, cron: job.cron, catchUpMs: null, spreadMs: null });
     return job;
   }
 
@@ -130,7 +135,7 @@ export class SlotWatch {
     if (watched === undefined || slot === null) return;
     const { cron } = watched.schedule;
     const at = slot.getTime();
-    const lateAfter = lateAfterMs(cron.fireAfter(slot).getTime() - at);
+    const lateAfter = lateAfterMs(cron.fireAfter(slot).getTime() - at, spreadOffsetMs(job, watched.schedule.spreadMs));
     const delayMs = Date.now() - at;
     if (delayMs > lateAfter) this.#parts.events.emit('late', { job, runId, slot, delayMs, lateAfterMs: lateAfter });
     const previous = cron.slotAt(new Date(at - 1_000)).getTime();
@@ -167,7 +172,8 @@ export class SlotWatch {
       // The newest slot is missed when a slot before it was missed too (the replicas were all
       // down), or when lateAfter has passed: not when the replicas still running are taking it.
       const gapBefore = cron.slotAt(new Date(newest.getTime() - 1_000)) > last;
-      if (!gapBefore && now - newest.getTime() <= lateAfterMs(cron.fireAfter(newest).getTime() - newest.getTime())) return;
+      const lateAfter = lateAfterMs(cron.fireAfter(newest).getTime() - newest.getTime(), spreadOffsetMs(job, schedule.spreadMs));
+      if (!gapBefore && now - newest.getTime() <= lateAfter) return;
       await run(newest);
     };
     this.#parts.track(work().catch((error: unknown) => this.#parts.logger.error(`Catching up job "${job}" failed: ${messageOf(error)}`)));
@@ -264,6 +270,7 @@ export class SlotWatch {
       lockAtMostForMs: schedule.lockAtMostForMs,
       lockAtLeastForMs: schedule.lockAtLeastForMs,
       catchUpMs: schedule.catchUpMs,
+      spreadMs: schedule.spreadMs,
     }));
     const names = declared.map(({ name }) => name);
     this.#parts.track(
@@ -308,6 +315,7 @@ function sameSchedule(a: WatchedSchedule, b: WatchedSchedule): boolean {
     a.cron.timezone === b.cron.timezone &&
     a.lockAtMostForMs === b.lockAtMostForMs &&
     a.lockAtLeastForMs === b.lockAtLeastForMs &&
-    a.catchUpMs === b.catchUpMs
+    a.catchUpMs === b.catchUpMs &&
+    a.spreadMs === b.spreadMs
   );
 }

@@ -14,6 +14,7 @@ import {
   type SlotOutcome,
 } from '../core/slot-ledger.js';
 import { expectedSlotsInTurns } from '../core/slot-walk.js';
+import { spreadOffsetMs } from '../core/spread.js';
 import { inStopGap, stopGaps, type StopGap } from '../core/stop-gaps.js';
 import { createDeclarationStore } from './declarations.js';
 import { pointInTime } from './history.js';
@@ -113,11 +114,12 @@ export function toLedgerRun(row: LedgerRow): LedgerRun {
 
 /**
  * Which of a ledger's slots are settled: a slot nobody has run yet is not missed (nor overlapped)
- * until lateAfter has passed, so such newest slots are left out; those that ran are listed.
+ * until lateAfter (after the job's `spread` offset) has passed, so such newest slots are left
+ * out; those that ran are listed.
  */
-export function settledSlots(cron: CronSlots, ledger: LedgerSlot[], now: Date): LedgerSlot[] {
+export function settledSlots(cron: CronSlots, ledger: LedgerSlot[], now: Date, spreadOffsetMs = 0): LedgerSlot[] {
   const next = cron.fireAfter(cron.slotAt(now));
-  const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime());
+  const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime(), spreadOffsetMs);
   return ledger.filter((entry) => entry.runId !== null || entry.slot.getTime() <= settled);
 }
 
@@ -223,10 +225,12 @@ export function createSlotsReader(
       const expected = cut === null ? walked : { ...walked, slots: walked.slots.filter((slot) => slot > cut), truncated: true };
       const covered = expected.slots[0] !== undefined && expected.truncated ? expected.slots[0] : from;
       const pauses = await readPauseIntervals(db, dialect, tables, schedule.name, covered, to);
+      const offsetMs = spreadOffsetMs(schedule.name, schedule.spreadMs);
       const ledger = settledSlots(
         cron,
-        slotLedger(expected.slots, expected.following, read.runs, schedule.lockAtLeastForMs, pauses),
+        slotLedger(expected.slots, expected.following, read.runs, schedule.lockAtLeastForMs, pauses, offsetMs),
         now,
+        offsetMs,
       ).filter(
         // A slot in a stop gap was not expected; one that ran there anyway is listed.
         (entry) => entry.runId !== null || !inStopGap(gaps, entry.slot.getTime()),

@@ -93,9 +93,13 @@ export interface LedgerSlot {
 /** The most slots one ledger read covers per job: a range holding more keeps its newest slots. */
 export const MAX_LEDGER_SLOTS = 10_000;
 
-/** A run started more than this after its slot is late: a tenth of the interval, at least 1 s, at most 1 min. */
-export function lateAfterMs(intervalMs: number): number {
-  return Math.min(Math.max(intervalMs / 10, 1_000), 60_000);
+/**
+ * A run started more than this after its slot is late: a tenth of the interval, at least 1 s, at
+ * most 1 min; after the job's `spread` offset (src/core/spread.ts), when it has one: a spread job
+ * starts that long after its slot by design.
+ */
+export function lateAfterMs(intervalMs: number, spreadOffsetMs = 0): number {
+  return spreadOffsetMs + Math.min(Math.max(intervalMs / 10, 1_000), 60_000);
 }
 
 /**
@@ -166,6 +170,8 @@ export function* expectedSlotSteps(
  * - Without one, the slot is `overlapped` when a run of an earlier slot still held the lock at the
  *   slot's time (running, or finished after it, or within its lockAtLeastFor), or when a skip was
  *   recorded for it (`recordSkips`), unless it fell in one of `pauses` (`paused`); else `missed`.
+ * - `spreadOffsetMs`: the job's `spread` offset; its runs start that long after their slot, and
+ *   are late only past it (the delay stays from the slot: the history's start less the slot).
  */
 export function slotLedger(
   slots: readonly Date[],
@@ -173,6 +179,7 @@ export function slotLedger(
   runs: readonly LedgerRun[],
   lockAtLeastForMs: number,
   pauses: readonly PauseInterval[] = [],
+  spreadOffsetMs = 0,
 ): LedgerSlot[] {
   const bySlot = new Map<number, LedgerRun>();
   const skipped = new Set<number>();
@@ -207,7 +214,7 @@ export function slotLedger(
       const delayMs = run.startedAt.getTime() - at;
       ledger.push({
         slot,
-        outcome: runOutcome(run, delayMs > lateAfterMs(intervalMs)),
+        outcome: runOutcome(run, delayMs > lateAfterMs(intervalMs, spreadOffsetMs)),
         runId: run.id,
         delayMs,
         catchUp: run.catchUp,

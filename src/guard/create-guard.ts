@@ -211,6 +211,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
         logger: this.#options.logger,
         slotWatch: this.#admin.slotWatch,
         watchTriggers: (job, each) => this.#operator.watchTriggers(job, each),
+        isClosed: () => this.#runner.closed,
       },
       expression,
       options,

@@ -101,7 +101,7 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       warnOnce(job.name, `Job "${job.name}" runs, but the slot ledger does not follow it: ${messageOf(error)}`);
       return;
     }
-    if (cron !== undefined) host.slotWatch.declare({ ...job, cron, catchUpMs: null });
+    if (cron !== undefined) host.slotWatch.declare({ ...job, cron, catchUpMs: null, spreadMs: null });
   }
 
   function warnOnce(name: string, message: string): void {

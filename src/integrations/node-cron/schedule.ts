@@ -6,6 +6,7 @@ import { assertCronExpression } from '../../core/cron-fields.js';
 import { MAX_CRON_EXPRESSION_LENGTH, resolveCronSlots } from '../../core/cron-slots.js';
 import type { DurationInput } from '../../core/duration.js';
 import { describeValue } from '../../core/describe-value.js';
+import { resolveSpread, spreadOffsetMs } from '../../core/spread.js';
 import type { ResolvedJobRunner } from '../../core/runner.js';
 import { messageOf, type GuardError } from '../../core/errors.js';
 import type { ExecutionContext } from '../../core/execution-context.js';
@@ -17,6 +18,7 @@ import { asCatchUp, resolveCatchUp } from './catch-up.js';
 import { watchWhileScheduling } from './coordinator-triggers.js';
 import type { SlotFireEntry, SlotFires } from './slot-fires.js';
 import { scheduleOnZonedFires } from './slot-heartbeat.js';
+import { spreadFires } from './spread-fires.js';
 
 /** A job to run on a cron schedule. */
 export interface ScheduleOptions extends JobOptions {
@@ -31,6 +33,18 @@ export interface ScheduleOptions extends JobOptions {
    * @default false
    */
   catchUp?: false | DurationInput;
+  /**
+   * Starts each run a stable offset after its slot, inside this window, so that the jobs due at
+   * the same instant (every `* * * * *` job at second 0) do not all reach the database together.
+   * The offset comes from a hash of the job's name (SHA-1, modulo the window, in ms): the same on
+   * every replica and after every restart. The slot stays the nominal time: every replica races for
+   * it, it runs once, `ctx.slot` and the history's slot are the nominal time (the history's start
+   * shows the offset), and the slot ledger counts a run late only past its offset plus lateAfter.
+   * Must be shorter than the time between two slots (a `TypeError` otherwise). Not applied to
+   * `guard.trigger` runs, to a run by hand (`task.execute()`), nor to a `catchUp` run at start.
+   * @default 0: no spread, each run starts at its slot
+   */
+  spread?: DurationInput;
 }
 
 /** What `guard.schedule` needs from its guard. */
@@ -49,6 +63,8 @@ export interface ScheduleHost {
   readonly slotWatch: SlotWatch;
   /** Answers the job's "run now" requests (guard.trigger) on this replica with `fn`; returns the function that stops. */
   watchTriggers(job: ResolvedJob, fn: JobFunction<unknown>): () => void;
+  /** Whether the guard is shutting down: a fire still waiting for its `spread` offset then does not run. */
+  isClosed(): boolean;
 }
 
 /**
@@ -79,7 +95,8 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   }
   const catchUpMs = resolveCatchUp(options.catchUp, job.name);
   const cron = resolveCronSlots(expression, timezone, job.name);
-  if (cron !== undefined) host.slotWatch.declare({ ...job, cron, catchUpMs });
+  const spreadMs = resolveSpread(options.spread, job.name, cron);
+  if (cron !== undefined) host.slotWatch.declare({ ...job, cron, catchUpMs, spreadMs });
   const catchUpRun = (slot: Date) =>
     runScheduled(
       host,
@@ -102,13 +119,20 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   // A scheduled fire goes through the guard's SlotFires, which fires every task due at that slot
   // at the first of them (`entry` is set before node-cron's first fire, which comes from a timer).
   // The task fires on the expression's real instants, DST nights included (slot-heartbeat.ts).
+  // A job with `spread` fires alone, after its offset (spread-fires.ts), not with the slot's others.
   const onFire = (context: TaskContext): Promise<void> => {
     if (context.execution?.reason === 'invoked') return fire(null);
+    if (spreadFire !== undefined) return spreadFire(context.date);
     return entry === undefined ? fire(context.date) : host.fires.fire(entry, context.date);
   };
   const taskOptions = { name: job.name, ...(timezone === undefined ? {} : { timezone }) };
   const task = cron === undefined ? scheduleTask(expression, onFire, taskOptions) : scheduleOnZonedFires(cron, onFire, taskOptions);
-  const entry: SlotFireEntry | undefined = cron === undefined ? undefined : host.fires.add({ name: job.name, task, cron, fire });
+  const spreadFire =
+    cron === undefined || spreadMs === null
+      ? undefined
+      : spreadFires(task, cron, spreadOffsetMs(job.name, spreadMs), fire, () => host.isClosed());
+  const entry: SlotFireEntry | undefined =
+    cron === undefined || spreadFire !== undefined ? undefined : host.fires.add({ name: job.name, task, cron, fire });
   host.tasks.add(task);
   // node-cron destroys a task on destroy() or after maxExecutions; a stopped one can start again.
   task.on('task:destroyed', () => {
