@@ -78,12 +78,13 @@ export const DECLARER_DEAD_AFTER_MS = 2 * DECLARE_EVERY_MS;
 /** A runs row as the ledger reads it, with the columns of `ledgerRunColumns`. */
 export interface LedgerRow {
   id: string;
-  slot: Date | string;
+  slot: Date | string | null;
   status: string;
   started_at: Date | string;
   finished_at: Date | string | null;
   lock_until: Date | string | null;
   catch_up: boolean | number;
+  triggered_by: string | null;
 }
 
 /** The columns the ledger reads from the runs table, times as the dialect reads them back. */
@@ -96,18 +97,21 @@ export function ledgerRunColumns(reads: Dialect['reads']): string {
     `${reads.time('finished_at')} AS finished_at`,
     `${reads.time('lock_until')} AS lock_until`,
     'catch_up',
+    // Migration 004's column: the ledger needs 005, so it is there.
+    'triggered_by',
   ].join(', ');
 }
 
 export function toLedgerRun(row: LedgerRow): LedgerRun {
   return {
     id: row.id,
-    slot: toDate(row.slot),
+    slot: row.slot === null ? null : toDate(row.slot),
     status: row.status,
     startedAt: toDate(row.started_at),
     finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
     lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
     catchUp: Boolean(Number(row.catch_up)),
+    triggeredBy: row.triggered_by,
   };
 }
 
@@ -179,7 +183,23 @@ export function createSlotsReader(
       WHERE job_name = ${schedule.name} AND slot >= ${reads.timeParameter(before)} AND slot < ${reads.timeParameter(to)}
       ORDER BY slot DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
     const read = rows.map(toLedgerRun).reverse();
-    return { runs: read, completeAfter: rows.length < MAX_LEDGER_ROWS ? null : (read[0]?.slot ?? null) };
+    return {
+      runs: [...read, ...(await unslottedRunsFor(schedule, before, to))],
+      completeAfter: rows.length < MAX_LEDGER_ROWS ? null : (read[0]?.slot ?? null),
+    };
+  }
+
+  /**
+   * One job's runs without a slot (manual triggers, calls by hand) that started in the range (from
+   * one lock duration before it): a slot that came while one held the lock was overlapped, not
+   * missed. On the (job_name, started_at) index, a range of it; bounded as the slot read is.
+   */
+  async function unslottedRunsFor(schedule: DeclaredSchedule, before: Date, to: Date): Promise<LedgerRun[]> {
+    const { rows } = await sql<LedgerRow>`SELECT ${columns} FROM ${runs}
+      WHERE job_name = ${schedule.name} AND started_at >= ${reads.timeParameter(before)} AND started_at < ${reads.timeParameter(to)}
+        AND slot IS NULL
+      ORDER BY started_at DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
+    return rows.map(toLedgerRun);
   }
 
   return async function slots(query: SlotsQuery = {}): Promise<JobLedger[]> {
