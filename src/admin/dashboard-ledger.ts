@@ -9,7 +9,15 @@ import { DASHBOARD_PAGE_JOBS } from './dashboard-jobs.js';
 import { createDeclarationStore } from './declarations.js';
 import type { ScheduleStore } from './job-schedules.js';
 import { readPauseIntervalsOfJobs } from './pause-reads.js';
-import { DECLARE_EVERY_MS, DECLARER_DEAD_AFTER_MS, ledgerRunColumns, RETIRE_AFTER_MS, settledSlots, toLedgerRun, type LedgerRow } from './slots.js';
+import {
+  DECLARE_EVERY_MS,
+  DECLARER_DEAD_AFTER_MS,
+  ledgerRunColumns,
+  RETIRE_AFTER_MS,
+  settledSlots,
+  toLedgerRun,
+  type LedgerRow,
+} from './slots.js';
 
 /** The newest slots of one scheduled job, as the dashboard's overview strip shows them. */
 export interface RecentJobSlots {

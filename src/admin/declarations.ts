@@ -85,7 +85,10 @@ export function createDeclarationStore(db: Kysely<unknown>, dialect: Dialect, ta
       const byJob = new Map<string, Declaration[]>();
       if (jobs.length === 0) return byJob;
       const parts = [...new Set(jobs)].map(
-        (job, index) => sql`SELECT * FROM (SELECT ${sql.raw(reads.name('job_name'))} AS job_name, ${sql.raw(reads.time('started_at'))} AS started_at,
+        (
+          job,
+          index,
+        ) => sql`SELECT * FROM (SELECT ${sql.raw(reads.name('job_name'))} AS job_name, ${sql.raw(reads.time('started_at'))} AS started_at,
             ${sql.raw(reads.time('declared_at'))} AS declared_at, ${sql.raw(reads.time('stopped_at'))} AS stopped_at
           FROM ${declarations} WHERE job_name = ${job} ORDER BY started_at DESC LIMIT ${DASHBOARD_DECLARATIONS_PER_JOB}) ${sql.raw(`d${index}`)}`,
       );

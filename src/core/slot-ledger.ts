@@ -241,7 +241,9 @@ export function slotLedger(
     }
     // A run without a slot holding the lock when the slot came (its start at or before it, its release after it).
     const manual = unslotted.find(
-      (candidate) => candidate.startedAt.getTime() <= at && lockReleasedAt(candidate, (candidate.triggeredBy ?? null) !== null ? 0 : lockAtLeastForMs) > at,
+      (candidate) =>
+        candidate.startedAt.getTime() <= at &&
+        lockReleasedAt(candidate, (candidate.triggeredBy ?? null) !== null ? 0 : lockAtLeastForMs) > at,
     );
     const by = manual ?? (heldUntil > at ? holder : undefined);
     // A pause comes first: while paused, a recorded skip (reason 'paused') is no overlap.
