@@ -1,8 +1,9 @@
 // A manual run still running when a scheduled slot comes (issue #35, item 3): the slot's take finds
 // the lock held, so the slot does not run, and the ledger calls it `overlapped` (held by the
 // trigger's run, who asked for it), not `missed`; `cronguard slots` counts no missed slot and
-// `cronguard doctor` says a manual run held the lock, never that no replica ran it. On every
-// dialect, the CLI through the real binary (`npm run build` first).
+// `cronguard doctor` says a manual run held the lock, never that no replica ran it; the replica
+// that runs the next slot logs no missed slot either. On every dialect, the CLI through the real
+// binary (`npm run build` first).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe } from 'vitest';
 import { cronguard } from './support/cronguard-cli.js';
@@ -15,8 +16,10 @@ describe('a trigger still running at a slot', () => {
   eachDialectAtOnce(
     'lists the slot it held off as overlapped by the trigger, and doctor says so instead of blaming the replicas',
     async ({ target, expect }) => {
-      const { guard, url, prefix } = await migratedGuard(target, { controlPollInterval: '200ms' });
+      const { guard, url, prefix, logger } = await migratedGuard(target, { controlPollInterval: '200ms' });
       const common = ['--database', url, '--table-prefix', prefix];
+      const missedEvents: unknown[] = [];
+      guard.on('missed', (event) => missedEvents.push(event));
       const manual: { startedAt: number; endedAt: number }[] = [];
       const task = guard.schedule('*/3 * * * * *', { name: 'report', lockAtMostFor: '1m', lockAtLeastFor: 0 }, async (ctx) => {
         if (ctx.slot !== null) return;
@@ -39,6 +42,12 @@ describe('a trigger still running at a slot', () => {
         (await guard.slots({ job: 'report', since: '1m' }))[0]?.slots.find((entry) => Math.abs(entry.slot.getTime() - covered) < 500);
       await expect.poll(async () => (await entryOf())?.outcome, { timeout: 15_000, interval: 250 }).toBe('overlapped');
       expect((await entryOf())?.heldBy?.triggeredBy).toBe('alice');
+      // The replica that ran the slot after it found no gap either: no warning, no `missed` event.
+      await expect
+        .poll(() => guard.history({ job: 'report' }).then(({ runs }) => runs.some((r) => (r.slot?.getTime() ?? 0) > covered)))
+        .toBe(true);
+      expect(logger.warnings.filter((warning) => warning.includes('missed'))).toEqual([]);
+      expect(missedEvents).toEqual([]);
 
       const slots = await cronguard(['slots', '--job', 'report', '--since', '1m', '--json', ...common]);
       const [ledger] = JSON.parse(slots.stdout) as { slots: { slot: string; outcome: string }[] }[];

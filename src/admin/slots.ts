@@ -125,6 +125,28 @@ export function settledSlots(cron: CronSlots, ledger: LedgerSlot[], now: Date): 
   return ledger.filter((entry) => entry.runId !== null || entry.slot.getTime() <= settled);
 }
 
+/**
+ * One job's runs without a slot (manual triggers, calls by hand) that started in [from, to): a slot
+ * that came while one held the lock was overlapped, not missed. On the (job_name, started_at)
+ * index, a range of it; at most MAX_LEDGER_ROWS, the newest, as the slot read.
+ */
+export async function readUnslottedRuns(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  tables: TableNames,
+  job: string,
+  from: Date,
+  to: Date,
+): Promise<LedgerRun[]> {
+  const reads = dialect.reads;
+  const { rows } =
+    await sql<LedgerRow>`SELECT ${sql.raw(ledgerRunColumns(reads))} FROM ${sql.raw(quotedTable(tables, 'runs', dialect.quote))}
+    WHERE job_name = ${job} AND started_at >= ${reads.timeParameter(from)} AND started_at < ${reads.timeParameter(to)}
+      AND slot IS NULL
+    ORDER BY started_at DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
+  return rows.map(toLedgerRun);
+}
+
 /** The ledger of a job whose declared schedule this reader cannot use: no slots, and the problem. */
 function unreadable(schedule: DeclaredSchedule, now: Date, error: unknown): JobLedger {
   const problem =
@@ -184,22 +206,9 @@ export function createSlotsReader(
       ORDER BY slot DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
     const read = rows.map(toLedgerRun).reverse();
     return {
-      runs: [...read, ...(await unslottedRunsFor(schedule, before, to))],
+      runs: [...read, ...(await readUnslottedRuns(db, dialect, tables, schedule.name, before, to))],
       completeAfter: rows.length < MAX_LEDGER_ROWS ? null : (read[0]?.slot ?? null),
     };
-  }
-
-  /**
-   * One job's runs without a slot (manual triggers, calls by hand) that started in the range (from
-   * one lock duration before it): a slot that came while one held the lock was overlapped, not
-   * missed. On the (job_name, started_at) index, a range of it; bounded as the slot read is.
-   */
-  async function unslottedRunsFor(schedule: DeclaredSchedule, before: Date, to: Date): Promise<LedgerRun[]> {
-    const { rows } = await sql<LedgerRow>`SELECT ${columns} FROM ${runs}
-      WHERE job_name = ${schedule.name} AND started_at >= ${reads.timeParameter(before)} AND started_at < ${reads.timeParameter(to)}
-        AND slot IS NULL
-      ORDER BY started_at DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
-    return rows.map(toLedgerRun);
   }
 
   return async function slots(query: SlotsQuery = {}): Promise<JobLedger[]> {
