@@ -92,8 +92,14 @@ describe.each(dialectTargets())('dashboard reads on $name', (target) => {
     }, 120_000);
 
     it('every dashboard and ledger read of the runs table uses an index and reads a bounded number of rows', async () => {
-      // 100 jobs × 200 runs (one per 100 s): a read of all of a job's runs is 200 rows, of all runs 20,000.
-      const { guard, db, log, prefix } = await seeded(target, { runs: 20_000, jobs: 100, schedule: () => '* * * * * *' });
+      // 100 jobs × 200 runs (one per 100 s): a read of all of a job's runs is 200 rows, of all runs 20,000;
+      // 100 × 50 declarations (process starts, each stopped cleanly): 5,000 rows.
+      const { guard, db, log, prefix } = await seeded(target, {
+        runs: 20_000,
+        jobs: 100,
+        schedule: () => '* * * * * *',
+        declarations: 5_000,
+      });
       const base = await serve(guard.dashboard());
       for (const path of ['/', '/job?name=job-00007', '/job?name=job-00007&range=7d', '/run?id=seed-7007']) {
         expect((await fetch(`${base}${path}`)).status).toBe(200);
@@ -113,6 +119,22 @@ describe.each(dialectTargets())('dashboard reads on $name', (target) => {
           // The most rows a page asks for: the overview's 50 runs of each of its 50 jobs (the job
           // page's 7 d axis, 1,001), against 20,000 for the history or 10,000 for those jobs' runs.
           if (access.rows !== undefined) expect(access.rows, `${access.table} in ${query.sql}`).toBeLessThanOrEqual(50 * 50);
+        }
+      }
+      // The page's clean stops (migration 007's table, a row per process start): one statement, each
+      // job's rows by the primary key's prefix, at most DASHBOARD_DECLARATIONS_PER_JOB of each back.
+      const declarations = log.filter((query) => query.sql.includes(`${prefix}declarations`));
+      expect(declarations.length).toBeGreaterThanOrEqual(2);
+      for (const query of declarations) {
+        const plan = await planOf(target, db, query);
+        const table = plan.filter((access) => access.table === `${prefix}declarations`);
+        expect(table.length, query.sql).toBeGreaterThan(0);
+        for (const access of table) {
+          expect(access.index, query.sql).toMatch(
+            new RegExp(`^${prefix}declarations_pkey$|^sqlite_autoindex_${prefix}declarations_1$|^PRIMARY$`),
+          );
+          // A job's own rows (50 each), never the table's 5,000.
+          if (access.rows !== undefined) expect(access.rows, query.sql).toBeLessThanOrEqual(50 * 50);
         }
       }
     }, 120_000);

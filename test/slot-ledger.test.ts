@@ -126,7 +126,7 @@ describe('the slot ledger', () => {
               expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(expected.slots.length);
               for (const entry of ledger) {
                 expect(SLOT_OUTCOMES).toContain(entry.outcome);
-                const ran = runs.find((run) => run.status !== 'skipped' && run.slot.getTime() === entry.slot.getTime());
+                const ran = runs.find((run) => run.status !== 'skipped' && run.slot?.getTime() === entry.slot.getTime());
                 const at = entry.slot.getTime();
                 const inPause = pauses.some((pause) => pause.from.getTime() <= at && (pause.until === null || at < pause.until.getTime()));
                 if (ran === undefined) {

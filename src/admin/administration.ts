@@ -203,8 +203,8 @@ export class Administration {
           continue;
         }
         // A job with a declared schedule: what its slot ledger of the last day says, too.
-        const { problems, ...counts } = diagnoseLedger(schedule, ledgers.get(name), runs, now);
-        diagnoses.push({ ...diagnosis, ...counts, problems: [...diagnosis.problems, ...problems] });
+        const { problems, notes, ...counts } = diagnoseLedger(schedule, ledgers.get(name), runs, now);
+        diagnoses.push({ ...diagnosis, ...counts, problems: [...diagnosis.problems, ...problems], notes: [...diagnosis.notes, ...notes] });
       }
       return diagnoses;
     }, 'doctor');

@@ -8,6 +8,8 @@ import { toDate } from './run-record.js';
 const ROWS_PER_STATEMENT = 500;
 /** The most declarations one ledger read takes per job: the newest (a process start each). */
 export const MAX_DECLARATIONS_READ = 1_000;
+/** The most declarations the dashboard reads per job of a page: its newest, by start. */
+export const DASHBOARD_DECLARATIONS_PER_JOB = 20;
 /** Declarations older than this are deleted when a process stops: no ledger read looks that far. */
 export const DECLARATIONS_KEPT_MS = 31 * 24 * 3_600_000;
 
@@ -70,12 +72,42 @@ export function createDeclarationStore(db: Kysely<unknown>, dialect: Dialect, ta
       const { rows } = await sql<DeclarationRow>`SELECT ${sql.raw(reads.time('started_at'))} AS started_at,
           ${sql.raw(reads.time('declared_at'))} AS declared_at, ${sql.raw(reads.time('stopped_at'))} AS stopped_at
         FROM ${declarations} WHERE job_name = ${job} ORDER BY started_at DESC LIMIT ${MAX_DECLARATIONS_READ}`.execute(db);
-      return rows.map((row) => ({
-        startedAt: toDate(row.started_at),
-        declaredAt: toDate(row.declared_at),
-        stoppedAt: row.stopped_at === null ? null : toDate(row.stopped_at),
-      }));
+      return rows.map(toDeclaration);
     },
+    /**
+     * The declarations of a page of jobs (the dashboard's, at most 50) in one statement: per job its
+     * newest DASHBOARD_DECLARATIONS_PER_JOB by start (its latest clean stop, and the starts and stops
+     * before it), a UNION ALL of one derived table per job, each a read of the primary key's prefix
+     * (job_name). Bounded: at most 20 rows per job come back, whatever the table holds. A stop
+     * older than the newest 20 starts of its job is not seen: its slots stay expected (never hidden).
+     */
+    async ofJobs(jobs: readonly string[]): Promise<Map<string, Declaration[]>> {
+      const byJob = new Map<string, Declaration[]>();
+      if (jobs.length === 0) return byJob;
+      const parts = [...new Set(jobs)].map(
+        (
+          job,
+          index,
+        ) => sql`SELECT * FROM (SELECT ${sql.raw(reads.name('job_name'))} AS job_name, ${sql.raw(reads.time('started_at'))} AS started_at,
+            ${sql.raw(reads.time('declared_at'))} AS declared_at, ${sql.raw(reads.time('stopped_at'))} AS stopped_at
+          FROM ${declarations} WHERE job_name = ${job} ORDER BY started_at DESC LIMIT ${DASHBOARD_DECLARATIONS_PER_JOB}) ${sql.raw(`d${index}`)}`,
+      );
+      const { rows } = await sql<DeclarationRow & { job_name: string }>`${sql.join(parts, sql` UNION ALL `)}`.execute(db);
+      for (const row of rows) {
+        const list = byJob.get(row.job_name) ?? [];
+        list.push(toDeclaration(row));
+        byJob.set(row.job_name, list);
+      }
+      return byJob;
+    },
+  };
+}
+
+function toDeclaration(row: DeclarationRow): Declaration {
+  return {
+    startedAt: toDate(row.started_at),
+    declaredAt: toDate(row.declared_at),
+    stoppedAt: row.stopped_at === null ? null : toDate(row.stopped_at),
   };
 }
 

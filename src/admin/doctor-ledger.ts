@@ -9,6 +9,8 @@ export interface LedgerDiagnosis {
   readonly missedLastDay: number;
   readonly lateLastDay: number;
   readonly problems: string[];
+  /** What the ledger explains that is no fault: slots overlapped by a run still holding the lock. */
+  readonly notes: string[];
 }
 
 /**
@@ -45,7 +47,7 @@ export function diagnoseLedger(
         `raise it to ${suggestLockAtMostFor(durations.at(-1) ?? p99)} ms`,
     );
   }
-  return { missedLastDay: missed, lateLastDay: late, problems };
+  return { missedLastDay: missed, lateLastDay: late, problems, notes: overlapNotes(ledger) };
 }
 
 /** The shortest gap between two slots of the last day, or around now when the ledger has fewer than two. */
@@ -65,4 +67,28 @@ function shortestInterval(schedule: DeclaredSchedule, ledger: JobLedger | undefi
     // A schedule some other version declared that this one cannot read: nothing to compare.
     return undefined;
   }
+}
+
+/**
+ * What held the lock over the overlapped slots of the last day: a manual run (a trigger) still
+ * running, or a run of an earlier slot. Said as what happened, never as a replica's fault.
+ */
+function overlapNotes(ledger: JobLedger | undefined): string[] {
+  const overlapped = (ledger?.slots ?? []).filter((entry) => entry.outcome === 'overlapped');
+  const byTrigger = overlapped.filter((entry) => (entry.heldBy?.triggeredBy ?? null) !== null);
+  const byRun = overlapped.length - byTrigger.length;
+  const notes: string[] = [];
+  if (byTrigger.length > 0) {
+    const who = [...new Set(byTrigger.map((entry) => entry.heldBy?.triggeredBy ?? ''))].join(', ');
+    notes.push(
+      `in the last day ${byTrigger.length} slot(s) overlapped: a manual run (triggered by ${who}) was still running and held the lock ` +
+        'when they came, so the schedule skipped them (no replica was down)',
+    );
+  }
+  if (byRun > 0) {
+    notes.push(
+      `in the last day ${byRun} slot(s) overlapped: the job was still running (or held by lockAtLeastFor) when they came, so the schedule skipped them`,
+    );
+  }
+  return notes;
 }

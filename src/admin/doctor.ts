@@ -29,6 +29,11 @@ export interface JobDiagnosis {
   /** From the slot ledger: its slots of the last day whose run started late; null without a declared schedule. */
   readonly lateLastDay: number | null;
   readonly problems: string[];
+  /**
+   * What doctor explains that is no problem (no effect on its exit code): slots of the last day
+   * that were overlapped, and what held the lock then (a manual trigger still running, or a run).
+   */
+  readonly notes: string[];
   /** Who took the job's lock last (`lockedBy`), and the cronguard version it recorded (null: before 0.2.0). */
   readonly lockedBy: string;
   readonly version: string | null;
@@ -116,7 +121,7 @@ export function diagnoseJob(job: string, runs: readonly RunRecord[], now: Date):
         'or it passed a future `slot` itself (a fast replica runs every slot, and if it stops the others skip slots until real time catches up; sync the clocks with NTP)',
     );
   }
-  return { ...diagnosis, problems };
+  return { ...diagnosis, problems, notes: [] };
 }
 
 /** Nearest-rank percentile of sorted values. */

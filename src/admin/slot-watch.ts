@@ -13,7 +13,7 @@ import { createDeclarationStore, type DeclarationStore } from './declarations.js
 import type { ScheduleStore } from './job-schedules.js';
 import { readPauseIntervals } from './pause-reads.js';
 import { PreviousRunReader } from './previous-runs.js';
-import { DECLARE_EVERY_MS } from './slots.js';
+import { DECLARE_EVERY_MS, readUnslottedRuns } from './slots.js';
 
 /** A schedule this guard runs a job on. */
 export interface WatchedSchedule {
@@ -227,9 +227,18 @@ export class SlotWatch {
     const runs = [{ ...run, id: 'previous', catchUp: false }];
     const unrun = slotLedger([previous, ...gap.slots], slot, runs, schedule.lockAtLeastForMs).filter((entry) => entry.outcome === 'missed');
     if (unrun.length === 0) return;
-    // Slots that fell while the job was paused were not missed: one more read, only when a gap was found.
+    // Slots that fell while the job was paused were not missed, nor those a run without a slot (a
+    // manual trigger still running) held off: two more reads, only when a gap was found.
     const pauses = await readPauseIntervals(db, dialect, this.#parts.tables, schedule.name, previous, slot);
-    const missed = slotLedger([previous, ...gap.slots], slot, runs, schedule.lockAtLeastForMs, pauses)
+    const manual = await readUnslottedRuns(
+      db,
+      dialect,
+      this.#parts.tables,
+      schedule.name,
+      new Date(previous.getTime() - Math.max(schedule.lockAtMostForMs, schedule.lockAtLeastForMs)),
+      slot,
+    );
+    const missed = slotLedger([previous, ...gap.slots], slot, [...runs, ...manual], schedule.lockAtLeastForMs, pauses)
       .filter((entry) => entry.outcome === 'missed')
       .map((entry) => entry.slot);
     if (missed.length === 0) return;

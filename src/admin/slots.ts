@@ -79,12 +79,13 @@ export const DECLARER_DEAD_AFTER_MS = 2 * DECLARE_EVERY_MS;
 /** A runs row as the ledger reads it, with the columns of `ledgerRunColumns`. */
 export interface LedgerRow {
   id: string;
-  slot: Date | string;
+  slot: Date | string | null;
   status: string;
   started_at: Date | string;
   finished_at: Date | string | null;
   lock_until: Date | string | null;
   catch_up: boolean | number;
+  triggered_by: string | null;
 }
 
 /** The columns the ledger reads from the runs table, times as the dialect reads them back. */
@@ -97,18 +98,21 @@ export function ledgerRunColumns(reads: Dialect['reads']): string {
     `${reads.time('finished_at')} AS finished_at`,
     `${reads.time('lock_until')} AS lock_until`,
     'catch_up',
+    // Migration 004's column: the ledger needs 005, so it is there.
+    'triggered_by',
   ].join(', ');
 }
 
 export function toLedgerRun(row: LedgerRow): LedgerRun {
   return {
     id: row.id,
-    slot: toDate(row.slot),
+    slot: row.slot === null ? null : toDate(row.slot),
     status: row.status,
     startedAt: toDate(row.started_at),
     finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
     lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
     catchUp: Boolean(Number(row.catch_up)),
+    triggeredBy: row.triggered_by,
   };
 }
 
@@ -121,6 +125,28 @@ export function settledSlots(cron: CronSlots, ledger: LedgerSlot[], now: Date, s
   const next = cron.fireAfter(cron.slotAt(now));
   const settled = now.getTime() - lateAfterMs(next.getTime() - cron.slotAt(now).getTime(), spreadOffsetMs);
   return ledger.filter((entry) => entry.runId !== null || entry.slot.getTime() <= settled);
+}
+
+/**
+ * One job's runs without a slot (manual triggers, calls by hand) that started in [from, to): a slot
+ * that came while one held the lock was overlapped, not missed. On the (job_name, started_at)
+ * index, a range of it; at most MAX_LEDGER_ROWS, the newest, as the slot read.
+ */
+export async function readUnslottedRuns(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  tables: TableNames,
+  job: string,
+  from: Date,
+  to: Date,
+): Promise<LedgerRun[]> {
+  const reads = dialect.reads;
+  const { rows } =
+    await sql<LedgerRow>`SELECT ${sql.raw(ledgerRunColumns(reads))} FROM ${sql.raw(quotedTable(tables, 'runs', dialect.quote))}
+    WHERE job_name = ${job} AND started_at >= ${reads.timeParameter(from)} AND started_at < ${reads.timeParameter(to)}
+      AND slot IS NULL
+    ORDER BY started_at DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
+  return rows.map(toLedgerRun);
 }
 
 /** The ledger of a job whose declared schedule this reader cannot use: no slots, and the problem. */
@@ -181,7 +207,10 @@ export function createSlotsReader(
       WHERE job_name = ${schedule.name} AND slot >= ${reads.timeParameter(before)} AND slot < ${reads.timeParameter(to)}
       ORDER BY slot DESC LIMIT ${MAX_LEDGER_ROWS}`.execute(db);
     const read = rows.map(toLedgerRun).reverse();
-    return { runs: read, completeAfter: rows.length < MAX_LEDGER_ROWS ? null : (read[0]?.slot ?? null) };
+    return {
+      runs: [...read, ...(await readUnslottedRuns(db, dialect, tables, schedule.name, before, to))],
+      completeAfter: rows.length < MAX_LEDGER_ROWS ? null : (read[0]?.slot ?? null),
+    };
   }
 
   return async function slots(query: SlotsQuery = {}): Promise<JobLedger[]> {

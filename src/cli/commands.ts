@@ -122,6 +122,8 @@ export async function doctorCommand(guard: Guard, options: CommandOptions = {}):
     job.problems.length === 0 ? 'ok' : 'PROBLEM',
   ]);
   const problems = jobs.flatMap((job) => job.problems.map((problem) => printable(`${job.job}: ${problem}`)));
+  // Notes explain (a slot a trigger's run held off); they are no problem and leave the exit code alone.
+  const notes = jobs.flatMap((job) => job.notes.map((note) => printable(`${job.job}: note: ${note}`)));
   const table = formatTable(
     [
       'job',
@@ -144,6 +146,7 @@ export async function doctorCommand(guard: Guard, options: CommandOptions = {}):
     jobs.length === 0
       ? 'No jobs yet.\n'
       : `${table}${problems.length === 0 ? '\nNo problems found.\n' : `\n${problems.join('\n')}\n`}` +
+        (notes.length === 0 ? '' : `${notes.join('\n')}\n`) +
         '\nsuggested = twice the longest run, at least 10s, rounded up (10s steps under a minute, whole minutes above).\n' +
         `version = the cronguard version of the job's last holder (${UNRECORDED_VERSION}: it recorded none); see cronguard versions.\n`;
   return { text, json: jobs, exitCode: problems.length === 0 ? 0 : 1 };

@@ -1,4 +1,5 @@
 import type { Guard } from '../guard/create-guard.js';
+import type { LedgerSlot } from '../core/slot-ledger.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
 import { formatTable, formatTime, printable } from './format.js';
 import { timeArgument } from './time-argument.js';
@@ -56,7 +57,8 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
       .slice(-MAX_LISTED)
       .map((entry) =>
         printable(
-          `${ledger.job}: ${formatTime(entry.slot)} ${entry.outcome}${entry.delayMs === null ? '' : ` (started ${entry.delayMs} ms after)`}`,
+          `${ledger.job}: ${formatTime(entry.slot)} ${entry.outcome}${entry.delayMs === null ? '' : ` (started ${entry.delayMs} ms after)`}` +
+            heldByText(entry),
         ),
       ),
   );
@@ -79,4 +81,12 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
     (ledger) => ledger.problem !== undefined || ledger.counts.missed + ledger.counts.late + ledger.counts.failed > 0,
   );
   return { text, json: ledgers, exitCode: bad ? 1 : 0 };
+}
+
+/** What held an overlapped slot's lock: a manual run still running (who triggered it), or a run still holding it. */
+function heldByText(entry: LedgerSlot): string {
+  if (entry.heldBy === undefined) return '';
+  return entry.heldBy.triggeredBy === null
+    ? ` (the job was still running: run ${entry.heldBy.runId} held the lock)`
+    : ` (a manual run triggered by ${entry.heldBy.triggeredBy} was still running: run ${entry.heldBy.runId})`;
 }

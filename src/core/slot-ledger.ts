@@ -19,10 +19,14 @@ export const SLOT_OUTCOMES: readonly SlotOutcome[] = [
   'missed',
 ];
 
-/** A history row as the ledger reads it: a run or a recorded skip of a slotted execution. */
+/**
+ * A history row as the ledger reads it: a run or a recorded skip of a slotted execution, or a run
+ * without a slot (a manual trigger, a call by hand) whose lock may have held a slot off.
+ */
 export interface LedgerRun {
   readonly id: string;
-  readonly slot: Date;
+  /** Null for a run without a slot: it takes no slot, but a slot that came while it held the lock was overlapped. */
+  readonly slot: Date | null;
   /** The history row's status: running, succeeded, failed, cancelled, abandoned or skipped. */
   readonly status: string;
   /** On the database's clock. */
@@ -32,6 +36,8 @@ export interface LedgerRun {
   readonly lockUntil: Date | null;
   /** A run of a missed slot, made by the `catchUp` option. */
   readonly catchUp: boolean;
+  /** Who asked for the run by hand (a trigger); null or absent for a scheduled run or a call. */
+  readonly triggeredBy?: string | null;
 }
 
 /** A time the job was paused: from `from` (inclusive) to `until` (exclusive; null: still paused). */
@@ -88,6 +94,12 @@ export interface LedgerSlot {
   readonly delayMs: number | null;
   /** The run was a catch-up of a missed slot. */
   readonly catchUp: boolean;
+  /**
+   * For an `overlapped` slot: the run whose lock was held when the slot came (an earlier slot's
+   * run, or a run without a slot: a manual trigger, `triggeredBy` who asked). Absent when only a
+   * recorded skip says so.
+   */
+  readonly heldBy?: { readonly runId: string; readonly triggeredBy: string | null };
 }
 
 /** The most slots one ledger read covers per job: a range holding more keeps its newest slots. */
@@ -168,8 +180,10 @@ export function* expectedSlotSteps(
  * - A run with the slot gives its status: running, failed (also `abandoned`), cancelled, or
  *   succeeded, which is `late` when it started more than lateAfter after the slot.
  * - Without one, the slot is `overlapped` when a run of an earlier slot still held the lock at the
- *   slot's time (running, or finished after it, or within its lockAtLeastFor), or when a skip was
- *   recorded for it (`recordSkips`), unless it fell in one of `pauses` (`paused`); else `missed`.
+ *   slot's time (running, or finished after it, or within its lockAtLeastFor), or a run without a
+ *   slot held it then (a manual trigger from its start to its end; another call within its
+ *   lockAtLeastFor too), or when a skip was recorded for it (`recordSkips`), unless it fell in one
+ *   of `pauses` (`paused`); else `missed`.
  * - `spreadOffsetMs`: the job's `spread` offset; its runs start that long after their slot, and
  *   are late only past it (the delay stays from the slot: the history's start less the slot).
  */
@@ -183,28 +197,39 @@ export function slotLedger(
 ): LedgerSlot[] {
   const bySlot = new Map<number, LedgerRun>();
   const skipped = new Set<number>();
-  const held: LedgerRun[] = [];
+  const held: (LedgerRun & { slot: Date })[] = [];
+  const unslotted: LedgerRun[] = [];
   for (const run of runs) {
+    if (run.slot === null) {
+      if (run.status !== 'skipped') unslotted.push(run);
+      continue;
+    }
     const at = run.slot.getTime();
     if (run.status === 'skipped') {
       skipped.add(at);
       continue;
     }
-    held.push(run);
+    held.push({ ...run, slot: run.slot });
     const known = bySlot.get(at);
     // One run per slot is the guard's promise; should a row be doubled (a slot given by hand), the first counts.
     if (known === undefined || run.startedAt < known.startedAt) bySlot.set(at, run);
   }
   held.sort((a, b) => a.slot.getTime() - b.slot.getTime());
   const ledger: LedgerSlot[] = [];
-  // A sweep over the runs in slot order: the latest moment the lock was held by a run of an earlier slot.
+  // A sweep over the runs in slot order: the latest moment the lock was held by a run of an earlier slot, and that run.
   let next = 0;
   let heldUntil = Number.NEGATIVE_INFINITY;
+  let holder: LedgerRun | undefined;
   for (let index = 0; index < slots.length; index += 1) {
     const slot = slots[index] as Date;
     const at = slot.getTime();
-    while (next < held.length && (held[next] as LedgerRun).slot.getTime() < at) {
-      heldUntil = Math.max(heldUntil, lockReleasedAt(held[next] as LedgerRun, lockAtLeastForMs));
+    while (next < held.length && (held[next] as LedgerRun & { slot: Date }).slot.getTime() < at) {
+      const run = held[next] as LedgerRun;
+      const released = lockReleasedAt(run, lockAtLeastForMs);
+      if (released > heldUntil) {
+        heldUntil = released;
+        holder = run;
+      }
       next += 1;
     }
     const run = bySlot.get(at);
@@ -221,10 +246,19 @@ export function slotLedger(
       });
       continue;
     }
-    const overlapped = heldUntil > at || skipped.has(at);
+    // A run without a slot holding the lock when the slot came (its start at or before it, its release after it).
+    const manual = unslotted.find(
+      (candidate) =>
+        candidate.startedAt.getTime() <= at &&
+        lockReleasedAt(candidate, (candidate.triggeredBy ?? null) !== null ? 0 : lockAtLeastForMs) > at,
+    );
+    const by = manual ?? (heldUntil > at ? holder : undefined);
     // A pause comes first: while paused, a recorded skip (reason 'paused') is no overlap.
-    const outcome = pausedAt(pauses, at) ? 'paused' : overlapped ? 'overlapped' : 'missed';
-    ledger.push({ slot, outcome, runId: null, delayMs: null, catchUp: false });
+    const outcome = pausedAt(pauses, at) ? 'paused' : by !== undefined || skipped.has(at) ? 'overlapped' : 'missed';
+    const entry: LedgerSlot = { slot, outcome, runId: null, delayMs: null, catchUp: false };
+    ledger.push(
+      outcome === 'overlapped' && by !== undefined ? { ...entry, heldBy: { runId: by.id, triggeredBy: by.triggeredBy ?? null } } : entry,
+    );
   }
   return ledger;
 }

@@ -12,6 +12,11 @@ export interface HistorySize {
   readonly jobs: number;
   /** Per job index, the cron expression of its declared schedule (declared two days ago), or undefined for none. */
   readonly schedule?: (job: number) => string | undefined;
+  /**
+   * Rows in the declarations table (migration 007): declaration i is of job i % jobs, a process
+   * that started i minutes before now and stopped cleanly 30 s later. @default 0
+   */
+  readonly declarations?: number;
 }
 
 /** The name of the seeded job with this index. */
@@ -77,8 +82,15 @@ export async function seedHistory(raw: RawDatabase, dialect: DialectName, prefix
       SELECT ${name('i')}, '${expression}', NULL, 60000, 0, NULL, 'seed', ${before('0')}, ${before('172800')}
         FROM (${numbers(dialect, size.jobs)}) AS jobs CROSS JOIN ${base} WHERE i IN (${list})`);
   }
-  if (dialect === 'postgres') await raw.exec(`ANALYZE ${prefix}runs; ANALYZE ${prefix}locks; ANALYZE ${prefix}jobs`);
-  else if (dialect === 'mysql') await raw.exec(`ANALYZE TABLE ${prefix}runs, ${prefix}locks, ${prefix}jobs`);
+  if ((size.declarations ?? 0) > 0) {
+    await raw.exec(`INSERT INTO ${prefix}declarations (job_name, instance_id, locked_by, started_at, declared_at, stopped_at)
+      SELECT ${name(`i % ${size.jobs}`)}, ${dialect === 'sqlite' ? `'seed-' || i` : `CONCAT('seed-', i)`}, 'seed',
+             ${before('i * 60')}, ${before('i * 60 - 30')}, ${before('i * 60 - 30')}
+        FROM (${numbers(dialect, size.declarations ?? 0)}) AS declarations CROSS JOIN ${base}`);
+  }
+  if (dialect === 'postgres')
+    await raw.exec(`ANALYZE ${prefix}runs; ANALYZE ${prefix}locks; ANALYZE ${prefix}jobs; ANALYZE ${prefix}declarations`);
+  else if (dialect === 'mysql') await raw.exec(`ANALYZE TABLE ${prefix}runs, ${prefix}locks, ${prefix}jobs, ${prefix}declarations`);
   else await raw.exec('ANALYZE');
 }
 
