@@ -5,7 +5,23 @@ import {
   type DashboardOptions,
   type DashboardSource,
 } from '../integrations/dashboard/dashboard.js';
+import { gatedSource, ReadGate } from '../integrations/dashboard/read-gate.js';
 import type { GuardControls } from './guard-controls.js';
+
+/**
+ * One line of dashboard reads per guard (per administration), shared by every `guard.dashboard()`
+ * handler: however many handlers and pages, DASHBOARD_CONCURRENT_READS reads at once on its pool.
+ */
+const gates = new WeakMap<Administration, ReadGate>();
+
+function gateOf(admin: Administration): ReadGate {
+  let gate = gates.get(admin);
+  if (gate === undefined) {
+    gate = new ReadGate();
+    gates.set(admin, gate);
+  }
+  return gate;
+}
 
 /** What a guard's dashboard reads and does: its administration, and its operator controls. */
 export function dashboardSource(admin: Administration, operator: GuardControls): DashboardSource {
@@ -29,5 +45,5 @@ export function dashboardSource(admin: Administration, operator: GuardControls):
 
 /** A guard's web dashboard (`guard.dashboard()`): its errors go to the guard's logger. */
 export function guardDashboard(admin: Administration, operator: GuardControls, options: DashboardOptions | undefined): DashboardHandler {
-  return createDashboard(dashboardSource(admin, operator), options, operator.logger);
+  return createDashboard(gatedSource(dashboardSource(admin, operator), gateOf(admin)), options, operator.logger);
 }
