@@ -88,7 +88,9 @@ describe.each(dialectTargets())('dashboard reads on $name', (target) => {
       }
       // Independent of the number of jobs: as many statements, none longer.
       expect(statements[1]).toEqual(statements[0]);
-      expect(statements[0]?.count).toBeLessThanOrEqual(10);
+      // A dozen at most: the lock rows, the schedules (and once, their schema version), the newest runs,
+      // the ledger's runs, triggers, pauses and clean stops, the replicas; none of them one per job.
+      expect(statements[0]?.count).toBeLessThanOrEqual(12);
     }, 120_000);
 
     it('every dashboard and ledger read of the runs table uses an index and reads a bounded number of rows', async () => {
