@@ -1,7 +1,7 @@
 import type { BatchedRelease, RunOutcome } from '../../core/dialect.js';
-import type { BatchFinishValues, BatchReleaseValues } from './lock-statement-values.js';
-import type { SqliteRunner, TransactionBody } from './statement-runner.js';
-import { call, NOW, plusSeconds, statement } from './statement-text.js';
+import type { BatchFinishValues, BatchReleaseValues } from './statements.js';
+import type { SqliteRunner, TransactionBody } from './statements.js';
+import { call, NOW, plusSeconds, statement } from './statements.js';
 
 /** What the batch release shares with lock-store.ts. */
 export interface BatchReleaseParts {
