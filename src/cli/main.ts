@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { migrateCommand } from './migrate-command.js';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -13,6 +12,8 @@ import {
   doctorCommand,
   historyCommand,
   locksCommand,
+  migrateCommand,
+  probeCommand,
   pruneCommand,
   unlockCommand,
   versionsCommand,
@@ -21,8 +22,7 @@ import {
   type CommandOutput,
 } from './commands.js';
 import { auditCommand, forgetCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
-import { didYouMean } from './nearest-names.js';
-import { probeCommand } from './probe-command.js';
+import { didYouMean } from './arguments.js';
 import { slotsCommand } from './slots-command.js';
 
 const USAGE = `Usage: cronguard <command> [options]

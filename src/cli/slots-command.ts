@@ -1,8 +1,8 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
 import { formatTable, formatTime, printable } from './format.js';
-import { timeArgument } from './time-argument.js';
-import { assertKnownJob } from './unknown-job.js';
+import { timeArgument } from './arguments.js';
+import { assertKnownJob } from './arguments.js';
 
 /** Outcomes listed per slot; the others are only counted. */
 const LISTED = new Set(['missed', 'late', 'failed', 'cancelled', 'overlapped', 'paused']);
