@@ -1,6 +1,7 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
-import { formatTable, formatTime, printable } from './format.js';
+import { formatTable, printable } from './format.js';
+import { formatTime } from '../core/time-text.js';
 import { timeArgument } from './arguments.js';
 import { assertKnownJob } from './arguments.js';
 
