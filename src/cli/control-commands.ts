@@ -3,9 +3,7 @@ import type { Guard } from '../guard/create-guard.js';
 import { formatTable, oneLine, printable } from './format.js';
 import { formatTime } from '../core/time-text.js';
 import { UsageError, type CommandOptions, type CommandOutput } from './commands.js';
-import { didYouMean } from './arguments.js';
-import { timeArgument } from './arguments.js';
-import { defaultActor } from './arguments.js';
+import { didYouMean, timeArgument, defaultActor } from './arguments.js';
 
 /** The operator commands: pause, resume, trigger, audit (issue 17). */
 

@@ -1,6 +1,16 @@
 import type { BatchedRelease } from '../../core/dialect.js';
-import { boundRows, byNameBytes, columnNameKey, marks, nameColumn, nameKey, padded, perRows, type BoundColumn } from './statements.js';
-import type { LockStatements } from './statements.js';
+import {
+  boundRows,
+  byNameBytes,
+  columnNameKey,
+  marks,
+  nameColumn,
+  nameKey,
+  padded,
+  perRows,
+  type BoundColumn,
+  type LockStatements,
+} from './statements.js';
 
 /** What the batch release shares with the one-job statements of lock-store.ts. */
 export interface MysqlBatchReleaseParts {

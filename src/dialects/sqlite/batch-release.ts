@@ -1,7 +1,14 @@
 import type { BatchedRelease, RunOutcome } from '../../core/dialect.js';
-import type { BatchFinishValues, BatchReleaseValues } from './statements.js';
-import type { SqliteRunner, TransactionBody } from './statements.js';
-import { call, NOW, plusSeconds, statement } from './statements.js';
+import {
+  type BatchFinishValues,
+  type BatchReleaseValues,
+  type SqliteRunner,
+  type TransactionBody,
+  call,
+  NOW,
+  plusSeconds,
+  statement,
+} from './statements.js';
 
 /** What the batch release shares with lock-store.ts. */
 export interface BatchReleaseParts {
