@@ -82,6 +82,11 @@ export default tseslint.config(
   },
   ...layerRules(),
   {
+    // Files split by concept, none over 400 lines (docs/architecture.md; test/architecture.test.ts checks it too).
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }] },
+  },
+  {
     files: ['**/*.js', '**/*.cjs', '**/*.mjs'],
     languageOptions: { globals: { console: 'readonly', process: 'readonly', require: 'readonly' } },
   },

@@ -3,7 +3,7 @@
 // procedure was NOT created, what that costs and the GRANT to run. Through the real binary.
 import { describe, expect, it } from 'vitest';
 import { baseMigrations, schemaMigrations, SCHEMA_VERSION } from '../migrations/index.js';
-import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { takeProcedureName } from '../src/dialects/mysql/schema.js';
 import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
 import { resolveTableNames } from '../src/dialects/table-names.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';

@@ -73,7 +73,7 @@ describe.each(dialectTargets())('cronguard reading the history on $name', (targe
 
     const history = await cronguard(['history', '--job', 'broken', ...common]);
     expect(history.code).toBe(0);
-    expect(history.stdout).toMatch(/ broken +failed +\d+ms +no +replica-a +no route\n$/);
+    expect(history.stdout).toMatch(/ broken +failed +\d+ ms +no +replica-a +no route\n$/);
     const historyJson = JSON.parse((await cronguard(['history', '--json', '--since', '1h', '--limit', '2', ...common])).stdout) as {
       runs: unknown[];
       next?: string;

@@ -3,7 +3,7 @@
 // are): cronguard 0.2.0 gave both one procedure, and the app that migrated second never ran a job.
 import { describe, expect, it } from 'vitest';
 import { GuardError } from '../src/index.js';
-import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { takeProcedureName } from '../src/dialects/mysql/schema.js';
 import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
 import { resolveTableNames } from '../src/dialects/table-names.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';

@@ -9,10 +9,10 @@ import { dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn, recordingLogger } from './support/guards.js';
 import { startReplyDropper } from './support/mysql-reply-dropper.js';
 import { openRaw } from './support/raw-database.js';
-import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { takeProcedureName } from '../src/dialects/mysql/schema.js';
 import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
 import { resolveTableNames } from '../src/dialects/table-names.js';
-/** The take procedure's name for a table prefix (src/dialects/mysql/take-procedure.ts). */
+/** The take procedure's name for a table prefix (src/dialects/mysql/schema.ts). */
 const takeProcedureOf = (prefix: string): string => takeProcedureName(resolveTableNames(prefix, mysqlDialect));
 
 const mysqlTarget = dialectTargets().find((target) => target.name === 'mysql');
@@ -58,7 +58,7 @@ describe.skipIf(mysqlTarget?.serverUrl === null || mysqlTarget === undefined)(
       const dropper = await startReplyDropper(serverUrl);
       // The app's own pool, with no 'error' listener: an 'error' event on one of its connections
       // would be an uncaught exception (the run would fail with it). The take binds more than 128
-      // values, so the guard closes it after use (bound-parameters.ts), here on a dead connection.
+      // values, so the guard closes it after use (src/dialects/mysql/connection.ts), here on a dead connection.
       const pool = createPool({ uri: dropper.url, connectionLimit: 4 });
       const prefix = uniquePrefix();
       const guard = createGuard({ database: pool, tablePrefix: prefix, logger: recordingLogger() });

@@ -10,10 +10,10 @@ import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js
 import { recordingLogger } from './support/guards.js';
 import { loggedKysely } from './support/logged-kysely.js';
 import { openRaw } from './support/raw-database.js';
-import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { takeProcedureName } from '../src/dialects/mysql/schema.js';
 import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
 import { resolveTableNames } from '../src/dialects/table-names.js';
-/** The take procedure's name for a table prefix (src/dialects/mysql/take-procedure.ts). */
+/** The take procedure's name for a table prefix (src/dialects/mysql/schema.ts). */
 const takeProcedureOf = (prefix: string): string => takeProcedureName(resolveTableNames(prefix, mysqlDialect));
 
 const mysql = dialectTargets().find((target) => target.name === 'mysql');

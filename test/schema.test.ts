@@ -6,10 +6,10 @@ import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js
 import { guardOn } from './support/guards.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
 import { withoutClientDelimiters } from './support/client-scripts.js';
-import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { takeProcedureName } from '../src/dialects/mysql/schema.js';
 import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
 import { resolveTableNames } from '../src/dialects/table-names.js';
-/** The take procedure's name for a table prefix (src/dialects/mysql/take-procedure.ts). */
+/** The take procedure's name for a table prefix (src/dialects/mysql/schema.ts). */
 const takeProcedureOf = (prefix: string): string => takeProcedureName(resolveTableNames(prefix, mysqlDialect));
 
 const TABLES = ['locks', 'runs', 'replicas', 'schema_migrations', 'controls', 'jobs', 'declarations'];

@@ -154,7 +154,7 @@ describe('the slot ledger', () => {
     ]);
     const text = await cronguard(['slots', ...common]);
     expect(text.stdout).toMatch(/^JOB +SCHEDULE +SLOTS +SUCCEEDED +LATE +MISSED/);
-    expect(text.stdout).toContain(`ticker: ${at(1).toISOString().slice(0, 19).replace('T', ' ')}Z missed`);
+    expect(text.stdout).toContain(`ticker: ${at(1).toISOString().slice(0, 19).replace('T', ' ')} UTC missed`);
   });
 
   eachDialectAtOnce(

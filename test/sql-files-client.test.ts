@@ -7,7 +7,7 @@ import { openSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../migrations/index.js';
-import { takeProcedureName } from '../src/dialects/mysql/take-procedure.js';
+import { takeProcedureName } from '../src/dialects/mysql/schema.js';
 import { mysqlDialect } from '../src/dialects/mysql/dialect.js';
 import { resolveTableNames } from '../src/dialects/table-names.js';
 import { sqlitePath } from '../src/dialects/sqlite/connection.js';

@@ -1,12 +1,10 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { RunStatus } from '../admin/run-record.js';
-import { formatDuration, formatTable, formatTime, oneLine, printable } from './format.js';
-import { defaultActor } from './actor.js';
-import { didYouMean } from './nearest-names.js';
-import { assertKnownJob, unknownJobError } from './unknown-job.js';
-import { UsageError } from './usage-error.js';
+import { formatTable, oneLine, printable } from './format.js';
+import { formatDuration, formatTime } from '../core/time-text.js';
+import { defaultActor, didYouMean, assertKnownJob, unknownJobError, UsageError } from './arguments.js';
 
-export { UsageError } from './usage-error.js';
+export { UsageError } from './arguments.js';
 
 /** What a command prints and its exit code: 0 fine, 1 doctor found problems or unlock found no lock. */
 export interface CommandOutput {
@@ -203,4 +201,58 @@ export async function versionsCommand(guard: Guard): Promise<CommandOutput> {
           report.holders.map((holder) => [holder.job, holder.lockedBy, holder.version ?? UNRECORDED_VERSION]),
         )}`;
   return { text: `${schemaLine}\n\n${replicas}${holders}`, json: report, exitCode: 0 };
+}
+
+/**
+ * `cronguard migrate`: what it applied (or that the tables were already up to date), and, for a
+ * routine it could not create (MySQL's take procedure without CREATE ROUTINE), that it was NOT
+ * created, what that costs and the GRANT that mends it. Exit 0 either way: the tables are usable.
+ */
+export async function migrateCommand(guard: Guard, database: string): Promise<CommandOutput> {
+  const report = await guard.migrate();
+  // A database migrated by a newer cronguard stays ahead: migrations only go forward.
+  const ahead = report.database > report.code ? `, ahead of this cronguard's ${report.code}: a newer version migrated it` : '';
+  const version = `schema version ${report.database}${ahead}`;
+  const lines = [
+    report.applied.length === 0
+      ? `cronguard: tables already up to date (${version}); nothing applied`
+      : `cronguard: applied ${report.applied.join(', ')} (${version})`,
+    ...report.skippedRoutines.map((routine) => skippedRoutineLine(routine, database)),
+  ];
+  return { text: `${lines.join('\n')}\n`, json: { migrated: true, schema: report }, exitCode: 0 };
+}
+
+/** What a left-out take procedure costs, and the GRANT for the URL's user and database. */
+function skippedRoutineLine(routine: string, database: string): string {
+  const { user, schema } = accountOf(database);
+  return (
+    `cronguard: the stored procedure ${routine} was NOT created: this database user lacks the CREATE ROUTINE privilege. ` +
+    'Everything works without it, but each replica takes a batch of locks in four statements instead of one call ' +
+    '(slower ticks when many jobs fire together; no run is doubled). To create it, run ' +
+    `GRANT CREATE ROUTINE ON \`${schema}\`.* TO '${user}'@'%'; (the account's host as SHOW GRANTS shows it), ` +
+    'then cronguard migrate again (or run cronguard migrate once as a user who has the privilege).'
+  );
+}
+
+function accountOf(database: string): { user: string; schema: string } {
+  try {
+    const url = new URL(database);
+    return { user: decodeURIComponent(url.username) || '<user>', schema: decodeURIComponent(url.pathname.slice(1)) || '<database>' };
+  } catch {
+    return { user: '<user>', schema: '<database>' };
+  }
+}
+
+/** `cronguard doctor --probe`: each check PASS / WARN / FAIL with its finding, then the fixes; exit 1 on a FAIL. */
+export async function probeCommand(guard: Guard, options: CommandOptions): Promise<CommandOutput> {
+  const report = await guard.probe(options.nodes === undefined ? {} : { nodes: options.nodes });
+  const table = formatTable(
+    ['check', 'status', 'finding'],
+    report.checks.map((check) => [check.check, check.status.toUpperCase(), printable(check.finding)]),
+  );
+  const fixes = report.checks
+    .filter((check) => check.status !== 'pass' && check.fix !== undefined)
+    .map((check) => `${check.check}: ${printable(check.fix ?? '')}`);
+  const text = `${report.server}\n\n${table}${fixes.length === 0 ? '\nEvery check passed.\n' : `\nWhat to do:\n${fixes.join('\n')}\n`}`;
+  return { text, json: report, exitCode: report.status === 'fail' ? 1 : 0 };
 }

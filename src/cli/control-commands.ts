@@ -1,10 +1,9 @@
 import { GuardError } from '../core/errors.js';
 import type { Guard } from '../guard/create-guard.js';
-import { formatTable, formatTime, oneLine, printable } from './format.js';
+import { formatTable, oneLine, printable } from './format.js';
+import { formatTime } from '../core/time-text.js';
 import { UsageError, type CommandOptions, type CommandOutput } from './commands.js';
-import { didYouMean } from './nearest-names.js';
-import { timeArgument } from './time-argument.js';
-import { defaultActor } from './actor.js';
+import { didYouMean, timeArgument, defaultActor } from './arguments.js';
 
 /** The operator commands: pause, resume, trigger, audit (issue 17). */
 

@@ -1,4 +1,4 @@
-/** Text for people: aligned tables, short durations, UTC times. */
+/** Text for people: aligned tables, printable cells (durations and times: core/time-text.ts). */
 
 /**
  * Text with its control characters written as `\x1b` escapes: a job name, a holder or an error
@@ -19,33 +19,6 @@ export function formatTable(headers: readonly string[], cells: readonly (readonl
       .join('  ')
       .trimEnd();
   return [line(headers.map((header) => header.toUpperCase())), ...rows.map(line)].join('\n') + '\n';
-}
-
-/** 350ms, 4.2s, 5m 30s, 2h 5m, 3d 4h. */
-export function formatDuration(ms: number | null): string {
-  if (ms === null) return '-';
-  if (ms < 1_000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(1).replace(/\.0$/, '')}s`;
-  const units: [number, string][] = [
-    [86_400_000, 'd'],
-    [3_600_000, 'h'],
-    [60_000, 'm'],
-    [1_000, 's'],
-  ];
-  const parts: string[] = [];
-  let rest = Math.round(ms / 1_000) * 1_000;
-  for (const [size, unit] of units) {
-    if (rest >= size && parts.length < 2) {
-      parts.push(`${Math.floor(rest / size)}${unit}`);
-      rest %= size;
-    }
-  }
-  return parts.join(' ');
-}
-
-/** 2026-11-29 07:16:47Z */
-export function formatTime(date: Date | null): string {
-  return date === null ? '-' : `${date.toISOString().slice(0, 19).replace('T', ' ')}Z`;
 }
 
 /** One line, at most `max` characters. */

@@ -3,8 +3,7 @@ import { parseArgs } from 'node:util';
 import { printable } from './format.js';
 import { packageVersion } from '../core/package-version.js';
 import type { CommandOptions } from './commands.js';
-import { didYouMean } from './nearest-names.js';
-import { fail } from './usage-error.js';
+import { didYouMean, fail } from './arguments.js';
 
 const USAGE = `Usage: cronguard <command> [options]
 

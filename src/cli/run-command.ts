@@ -9,6 +9,8 @@ import {
   doctorCommand,
   historyCommand,
   locksCommand,
+  migrateCommand,
+  probeCommand,
   pruneCommand,
   unlockCommand,
   versionsCommand,
@@ -16,10 +18,8 @@ import {
   type CommandOutput,
 } from './commands.js';
 import { auditCommand, forgetCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
-import { migrateCommand } from './migrate-command.js';
-import { probeCommand } from './probe-command.js';
 import { slotsCommand } from './slots-command.js';
-import { fail, UsageError } from './usage-error.js';
+import { fail, UsageError } from './arguments.js';
 
 /** A command line that parsed: the command, its job and options, and where its database came from. */
 export interface CommandRequest {

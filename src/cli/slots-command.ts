@@ -1,12 +1,15 @@
 import type { Guard } from '../guard/create-guard.js';
 import type { LedgerSlot } from '../core/slot-ledger.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
-import { formatTable, formatTime, printable } from './format.js';
-import { timeArgument } from './time-argument.js';
-import { assertKnownJob } from './unknown-job.js';
+import { formatTable, printable } from './format.js';
+import type { SlotOutcome } from '../core/slot-ledger.js';
+import { formatTime } from '../core/time-text.js';
+import { assertKnownJob, timeArgument } from './arguments.js';
 
 /** Outcomes listed per slot; the others are only counted. */
-const LISTED = new Set(['missed', 'late', 'failed', 'cancelled', 'overlapped', 'paused']);
+const LISTED: ReadonlySet<SlotOutcome> = new Set<SlotOutcome>(['missed', 'late', 'failed', 'cancelled', 'overlapped', 'paused']);
+/** The summary's count columns, in this order (every outcome of core/slot-ledger.ts's SLOT_OUTCOMES, in the order a reader scans). */
+const COUNTED: readonly SlotOutcome[] = ['succeeded', 'late', 'missed', 'overlapped', 'paused', 'failed', 'cancelled', 'running'];
 /** At most this many slots are listed per job in the text output (--json has them all). */
 const MAX_LISTED = 50;
 
@@ -32,19 +35,12 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
     };
   }
   const summary = formatTable(
-    ['job', 'schedule', 'slots', 'succeeded', 'late', 'missed', 'overlapped', 'paused', 'failed', 'cancelled', 'running', 'since', 'until'],
+    ['job', 'schedule', 'slots', ...COUNTED, 'since', 'until'],
     ledgers.map((ledger) => [
       ledger.job + (ledger.retired ? ' (retired)' : ''),
       `${ledger.expression}${ledger.timezone === null ? '' : ` ${ledger.timezone}`}`,
       String(ledger.slots.length) + (ledger.truncated ? ' (newest)' : ''),
-      String(ledger.counts.succeeded),
-      String(ledger.counts.late),
-      String(ledger.counts.missed),
-      String(ledger.counts.overlapped),
-      String(ledger.counts.paused),
-      String(ledger.counts.failed),
-      String(ledger.counts.cancelled),
-      String(ledger.counts.running),
+      ...COUNTED.map((outcome) => String(ledger.counts[outcome])),
       formatTime(ledger.since),
       ledger.stoppedAt === null ? formatTime(ledger.until) : `${formatTime(ledger.until)} (stopped)`,
     ]),

@@ -105,7 +105,7 @@ export interface Dialect<Native = unknown> {
   findTables?(db: Kysely<unknown>, schema: string | undefined, names: readonly string[]): Promise<TableMetadata[]>;
   /**
    * Creates the dialect's stored routines, unless they exist (migration 006). MySQL has one: the
-   * take of a batch in one round trip (dialects/mysql/take-procedure.ts). Where absent, none.
+   * take of a batch in one round trip (dialects/mysql/schema.ts). Where absent, none.
    * Resolves with the names of the routines it left out because the user may not create them
    * (no CREATE ROUTINE privilege), which `migrate()` reports; none when all exist.
    */
@@ -177,7 +177,7 @@ export interface Dialect<Native = unknown> {
 
 /**
  * How one dialect recognises what a user passes as `database`, and wraps it without taking it
- * over (dialects/<name>/handle.ts). The code that picks a dialect asks each in turn.
+ * over (dialects/<name>/dialect.ts). The code that picks a dialect asks each in turn.
  */
 export interface DialectHandles<Native> {
   /** Whether a `database` URL names this dialect, by its scheme. */
@@ -207,7 +207,7 @@ export interface DialectHandles<Native> {
 }
 
 /**
- * The migration lease's statements (dialects/<name>/migration-lease.ts): one row in
+ * The migration lease's statements (dialects/<name>/schema.ts): one row in
  * `tables.migrationLease`, whose `holder` is the random token of the `migrate()` that holds it until
  * `expires_at` (the database's clock). Every statement is one autocommit statement: no session
  * state, so they work through a transaction pooler, and a row replicates (Galera) where a session

@@ -23,8 +23,7 @@ import type { ResolvedJobRunner, Runner } from '../core/runner.js';
 import { RUNNER, type RunnerHost } from '../core/runner-host.js';
 import { UNSCHEDULED } from '../core/run-request.js';
 import { GuardControls } from './guard-controls.js';
-import { guardDashboard } from './guard-dashboard.js';
-import { OperatedGuard } from './operated-guard.js';
+import { guardDashboard, OperatedGuard } from './operated-guard.js';
 import { probeDatabase, type ProbeOptions, type ProbeReport } from '../admin/probe.js';
 import { raceForProbeLock } from './probe-race.js';
 

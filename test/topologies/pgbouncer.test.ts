@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it, type ExpectStatic } from 'vitest';
 import { createGuard, GuardError, type Guard } from '../../src/index.js';
-import { detectTransactionPooling } from '../../src/dialects/postgres/transaction-pooling.js';
+import { detectTransactionPooling } from '../../src/dialects/postgres/server-facts.js';
 import pg from 'pg';
 import { recordingLogger } from '../support/guards.js';
 import { startWorker, type Worker } from '../support/processes.js';

@@ -1,5 +1,5 @@
 -- cronguard 006: the take procedure. A batch of acquires whose lock rows exist takes its locks and
--- starts its runs in one CALL instead of four round trips (src/dialects/mysql/take-procedure.ts
+-- starts its runs in one CALL instead of four round trips (src/dialects/mysql/schema.ts
 -- says why each statement has its shape). Needs MySQL 8.0 or MariaDB 10.6+ (JSON_TABLE) and the
 -- CREATE ROUTINE privilege; the replicas call it with EXECUTE (SQL SECURITY INVOKER: on their own
 -- privileges on the tables). Its body holds semicolons, so the file sets the mysql/mariadb client's

@@ -1,6 +1,16 @@
 import type { BatchedRelease } from '../../core/dialect.js';
-import { boundRows, byNameBytes, columnNameKey, marks, nameColumn, nameKey, padded, perRows, type BoundColumn } from './bound-rows.js';
-import type { LockStatements } from './statement-execution.js';
+import {
+  boundRows,
+  byNameBytes,
+  columnNameKey,
+  marks,
+  nameColumn,
+  nameKey,
+  padded,
+  perRows,
+  type BoundColumn,
+  type LockStatements,
+} from './statements.js';
 
 /** What the batch release shares with the one-job statements of lock-store.ts. */
 export interface MysqlBatchReleaseParts {
@@ -51,7 +61,7 @@ export function mysqlBatchReleaser({
   );
 
   // The one-job release (lock-store.ts) for every release at once, driven by a derived table of
-  // the releases (bound rows, bound-rows.ts) so that each finds its own lock row (by name and
+  // the releases (bound rows, statements.ts) so that each finds its own lock row (by name and
   // token: one it lost is not touched) and its own run row (by token, still unfinished: a run
   // already finished is left alone), either of which may be missing: a lost lock leaves the run
   // alone to finish as overran; a run row gone (deleted by hand, or no history) leaves the lock

@@ -1,7 +1,6 @@
 import type { AcquireOutcome, BatchedAcquire } from '../../core/dialect.js';
 import { namedStatement } from '../common/named-parameters.js';
-import type { AcquireValues, BatchProbeValues, BatchTakeValues } from './lock-statement-values.js';
-import type { StatementRunner } from './statement-runner.js';
+import type { AcquireValues, BatchProbeValues, BatchTakeValues, StatementRunner } from './statements.js';
 
 /** What the batch statements share with the one-job statements of lock-store.ts. */
 export interface BatchAcquireParts {

@@ -1,7 +1,6 @@
 import type { BatchedRelease } from '../../core/dialect.js';
 import { namedStatement } from '../common/named-parameters.js';
-import type { BatchReleaseValues } from './lock-statement-values.js';
-import type { StatementRunner } from './statement-runner.js';
+import type { BatchReleaseValues, StatementRunner } from './statements.js';
 
 /** What the batch release shares with the one-job release of lock-store.ts. */
 export interface BatchReleaseParts {

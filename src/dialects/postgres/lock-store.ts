@@ -3,13 +3,12 @@ import type pg from 'pg';
 import { batchAcquirer } from './batch-acquire.js';
 import { batchReleaser } from './batch-release.js';
 import { isPostgresSerializationFailure as isSerializationFailure } from './driver-errors.js';
-import { statementRunner } from './statement-runner.js';
+import { statementRunner, type AcquireValues, type ExtendValues, type ReleaseValues, type TriggerValues } from './statements.js';
 import { namedStatement } from '../common/named-parameters.js';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
-import type { AcquireValues, ExtendValues, ReleaseValues, TriggerValues } from './lock-statement-values.js';
 
 /** A statement with `:name` parameters, sent as `$n` (numbered once, when the store is built). */
 const statement = <Values extends object>(text: string) => namedStatement<Values>(text, 'numbered');

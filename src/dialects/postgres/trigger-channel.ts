@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { TableNames } from '../../core/dialect.js';
 import type { Logger } from '../../core/logger.js';
 import { loadDriver } from '../common/load-driver.js';
-import { probeTransactionPooling } from './transaction-pooling.js';
+import { probeTransactionPooling } from './server-facts.js';
 
 /**
  * The NOTIFY channel of one guard's tables: a hash of the schema and the lock table, so that two

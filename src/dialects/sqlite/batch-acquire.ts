@@ -1,7 +1,17 @@
 import type { AcquireOutcome, BatchedAcquire } from '../../core/dialect.js';
-import type { BatchAbandonValues, BatchLossValues, BatchProbeValues, BatchStartValues, BatchTakeValues } from './lock-statement-values.js';
-import type { SqliteRunner, TransactionBody } from './statement-runner.js';
-import { call, NOW, plusSeconds, statement } from './statement-text.js';
+import {
+  type BatchAbandonValues,
+  type BatchLossValues,
+  type BatchProbeValues,
+  type BatchStartValues,
+  type BatchTakeValues,
+  type SqliteRunner,
+  type TransactionBody,
+  call,
+  NOW,
+  plusSeconds,
+  statement,
+} from './statements.js';
 
 /** What the batch statements share with the one-job statements of lock-store.ts. */
 export interface BatchAcquireParts {

@@ -1,7 +1,14 @@
 import type { BatchedRelease, RunOutcome } from '../../core/dialect.js';
-import type { BatchFinishValues, BatchReleaseValues } from './lock-statement-values.js';
-import type { SqliteRunner, TransactionBody } from './statement-runner.js';
-import { call, NOW, plusSeconds, statement } from './statement-text.js';
+import {
+  type BatchFinishValues,
+  type BatchReleaseValues,
+  type SqliteRunner,
+  type TransactionBody,
+  call,
+  NOW,
+  plusSeconds,
+  statement,
+} from './statements.js';
 
 /** What the batch release shares with lock-store.ts. */
 export interface BatchReleaseParts {

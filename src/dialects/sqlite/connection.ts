@@ -3,7 +3,7 @@ import { Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
 import { loadDriver } from '../common/load-driver.js';
 import type { OpenSettings } from '../../core/dialect.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
-import type { LazySqliteDatabase } from './statement-runner.js';
+import type { LazySqliteDatabase } from './statements.js';
 
 /** The file path in `sqlite:<path>`, `sqlite://<path>` or `sqlite::memory:`. */
 export function sqlitePath(url: string): string {

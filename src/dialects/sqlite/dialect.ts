@@ -1,13 +1,61 @@
-import type { Dialect } from '../../core/dialect.js';
+import type Database from 'better-sqlite3';
+import { Kysely, SqliteDialect, SqliteIntrospector, type SqliteDatabase } from 'kysely';
+import type { DialectHandles, ReadSql, Dialect } from '../../core/dialect.js';
+import { introspectorIs } from '../common/kysely-dialect.js';
+import type { LazySqliteDatabase } from './statements.js';
 import { openSqlite } from './connection.js';
-import { sqliteHandles } from './handle.js';
-import type { LazySqliteDatabase } from './statement-runner.js';
-import { sqliteReads } from './reads.js';
 import { createSqliteLockStore } from './lock-store.js';
-import { sqliteMigrationLease } from './migration-lease.js';
+import { sqliteMigrationLease, sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 import { isSqliteMigrationRace, isSqliteReadOnly, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
-import { sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 import { inspectSqliteServer } from './server-facts.js';
+
+/**
+ * Structural type of a better-sqlite3 `Database`, as the public `database` option accepts it, so
+ * that the public API does not need its types.
+ */
+export interface SqliteDatabaseLike {
+  prepare(source: string): unknown;
+  close(): unknown;
+  readonly open: boolean;
+  readonly memory: boolean;
+}
+
+/** A better-sqlite3 database, by its shape (the app's may be another copy than any the guard could load). */
+export function isSqliteDatabase(value: object): value is SqliteDatabaseLike {
+  return typeof (value as { prepare?: unknown }).prepare === 'function' && 'memory' in value && 'open' in value;
+}
+
+/**
+ * `sqlite:<path>` and `sqlite::memory:` URLs, a better-sqlite3 `Database`, a Kysely instance on
+ * SQLite. The native handle is the `Database` behind a getter: the guard's own opens its file at
+ * the first statement (connection.ts), one passed in is there already.
+ */
+export const sqliteHandles: DialectHandles<LazySqliteDatabase> = {
+  ownsUrl: (url) => /^sqlite:./i.test(url),
+  serverUrl: false,
+  nativeOf(value) {
+    if (!isSqliteDatabase(value)) return undefined;
+    const database = value as unknown as Database.Database;
+    return { get: () => database };
+  },
+  // Wraps the user's database; the guard never closes it.
+  adopt: (native) => new Kysely<unknown>({ dialect: new SqliteDialect({ database: native.get() as unknown as SqliteDatabase }) }),
+  ownsKysely: (db) => introspectorIs(db, SqliteIntrospector),
+  adoptKysely: (db) => db,
+  describeWrongHandle(value) {
+    const className = (value.constructor as { name?: unknown } | undefined)?.name;
+    return className === 'Statement' && 'database' in value ? 'a better-sqlite3 Statement; pass its Database' : undefined;
+  },
+};
+
+/** Times are ISO text in UTC already; parameters use the same fixed-width form. */
+export const sqliteReads: ReadSql = {
+  now: `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`,
+  time: (column) => column,
+  name: (column) => column,
+  millisecondsUntil: (column) => `CAST(round((julianday(${column}) - julianday('now')) * 86400000) AS INTEGER)`,
+  timeParameter: (date) => date.toISOString(),
+};
 
 export const sqliteDialect: Dialect<LazySqliteDatabase> = {
   name: 'sqlite',

@@ -2,9 +2,20 @@ import type { Kysely } from 'kysely';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
-import { kyselyRunner, nativeRunner, type LazySqliteDatabase, type SqliteRunner, type TransactionBody } from './statement-runner.js';
-import type { RunValues, SlotOfJob, TokenOfJob } from './lock-statement-values.js';
-import { call, NOW, plusSeconds, statement } from './statement-text.js';
+import {
+  kyselyRunner,
+  nativeRunner,
+  type LazySqliteDatabase,
+  type SqliteRunner,
+  type TransactionBody,
+  type RunValues,
+  type SlotOfJob,
+  type TokenOfJob,
+  call,
+  NOW,
+  plusSeconds,
+  statement,
+} from './statements.js';
 import { batchAcquirer } from './batch-acquire.js';
 import { batchReleaser } from './batch-release.js';
 

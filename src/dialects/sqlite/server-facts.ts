@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { ServerFacts } from '../../core/server-facts.js';
-import type { LazySqliteDatabase } from './statement-runner.js';
+import type { LazySqliteDatabase } from './statements.js';
 
 // The library's version and the journal mode: WAL lets the replicas of one host read while one writes.
 const SERVER_SQL = 'SELECT sqlite_version() AS version';

@@ -5,7 +5,7 @@ import type { DurationInput } from '../../core/duration.js';
 import { storableText } from '../../core/error-text.js';
 import { CSRF_FIELD } from './csrf.js';
 import { SUBMISSION_FIELD } from './submissions.js';
-import { formatTime } from './format.js';
+import { formatTime } from '../../core/time-text.js';
 import { html, type Html } from './html.js';
 import type { PageContext } from './layout.js';
 

@@ -1,5 +1,5 @@
 import type { LockRecord } from '../../admin/locks.js';
-import { formatDuration, formatTime } from './format.js';
+import { formatDuration, formatTime } from '../../core/time-text.js';
 import { html, segment, type Html } from './html.js';
 import { jobState, stateBadge } from './job-summary.js';
 import { page, type PageContext } from './layout.js';

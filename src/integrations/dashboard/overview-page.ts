@@ -1,4 +1,5 @@
-import { formatAgo, formatTime, nextExpectedSlot } from './format.js';
+import { nextExpectedSlot } from './format.js';
+import { formatAgo, formatTime } from '../../core/time-text.js';
 import { html, segment, type Html } from './html.js';
 import { jobProblems, outcomeBadge, problemList, runStrip, stateDetail } from './job-summary.js';
 import { page, type PageContext } from './layout.js';

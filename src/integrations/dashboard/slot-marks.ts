@@ -1,5 +1,5 @@
 import type { LedgerSlot, SlotOutcome } from '../../core/slot-ledger.js';
-import { formatDuration } from './format.js';
+import { formatDuration } from '../../core/time-text.js';
 import { html, type Html } from './html.js';
 
 /**

@@ -1,3 +1,43 @@
+import { hostname, userInfo } from 'node:os';
+import { printable } from './format.js';
+import type { Guard } from '../guard/create-guard.js';
+
+/** A command line the CLI refuses (a bad flag value, an unknown job): exit 2 with its message. */
+export class UsageError extends Error {}
+
+/**
+ * The message on stderr, its lines as lines. Other control characters are written as escapes:
+ * whatever a message quotes (a job name, a driver's text) must not reach the terminal raw; the
+ * CLI escapes a job name's newlines itself where it quotes one.
+ */
+export function fail(message: string): number {
+  process.stderr.write(`cronguard: ${message.split('\n').map(printable).join('\n')}\n`);
+  return 2;
+}
+
+/** Who the CLI records as having made a change, without --by: the user on this host. */
+export function defaultActor(): string {
+  try {
+    return `${userInfo().username}@${hostname()}`;
+  } catch {
+    // No user entry (a container running under an unnamed uid).
+    return `cli@${hostname()}`;
+  }
+}
+
+/**
+ * A time flag's value: an ISO time (2026-12-01T18:00:00Z) as a Date, else the duration as given
+ * (2h, 30m), which the API reads from now (`pause --until`) or back from now (`slots --since`).
+ */
+export function timeArgument(value: string, flag: string): Date | string {
+  if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
+    const at = new Date(value);
+    if (Number.isNaN(at.getTime())) throw new UsageError(`${flag} expects a duration such as 2h or an ISO time, got "${printable(value)}"`);
+    return at;
+  }
+  return value;
+}
+
 /** Edit distance (insertions, deletions, substitutions, and swaps of two neighbours), for "did you mean". */
 function editDistance(a: string, b: string): number {
   const rows = Array.from({ length: a.length + 1 }, (_, i) =>
@@ -58,4 +98,19 @@ export function didYouMean(name: string, known: readonly string[], quote: (value
   if (near.length === 0) return '';
   const listed = near.map(quote);
   return ` Did you mean ${listed.length === 1 ? listed[0] : `${listed.slice(0, -1).join(', ')} or ${listed.at(-1)}`}?`;
+}
+
+/** The usage error (exit 2) for a --job the tables have never seen, with the nearest names they have. */
+export function unknownJobError(job: string, known: Iterable<string>): UsageError {
+  const nearest = closestNames(job, known);
+  const hint =
+    nearest.length === 0 ? 'the tables have no job yet' : `nearest known: ${nearest.map((name) => `"${printable(name)}"`).join(', ')}`;
+  return new UsageError(`--job "${printable(job)}": no such job (no lock row, no declared schedule, no run); ${hint}`);
+}
+
+/** Throws `unknownJobError` when `job` is not among the names the tables know. */
+export async function assertKnownJob(guard: Guard, job: string): Promise<void> {
+  // Every job name the tables know (lock rows and declared schedules), read only when a --job found nothing.
+  const known = await guard.jobNames();
+  if (!known.includes(job)) throw unknownJobError(job, known);
 }
