@@ -53,7 +53,7 @@ describe('a trigger still running at a slot', () => {
       const [ledger] = JSON.parse(slots.stdout) as { slots: { slot: string; outcome: string }[] }[];
       expect(ledger?.slots.find((entry) => Math.abs(Date.parse(entry.slot) - covered) < 500)?.outcome).toBe('overlapped');
       const text = await cronguard(['slots', '--job', 'report', '--since', '1m', ...common]);
-      expect(text.stdout).toMatch(/report: \S+ \S+Z overlapped \(a manual run triggered by alice was still running: run \S+\)/);
+      expect(text.stdout).toMatch(/report: \S+ \S+ UTC overlapped \(a manual run triggered by alice was still running: run \S+\)/);
       const doctor = await cronguard(['doctor', '--job', 'report', ...common]);
       expect(doctor.stdout).toMatch(
         /report: note: in the last day 1 slot\(s\) overlapped: a manual run \(triggered by alice\) was still running/,
