@@ -1,356 +1,140 @@
-// The `cronguard` command, end to end through child_process, on the built package.
-import { existsSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// The `cronguard` command reading and changing the tables, end to end through child_process on the
+// built package, every dialect (test/cli-usage.test.ts: its own output and usage errors).
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
-import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { describe } from 'vitest';
+import { databaseUrl, uniquePrefix } from './support/dialects.js';
+import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import { SCHEMA_VERSION } from '../migrations/index.js';
 import { cronguard } from './support/cronguard-cli.js';
 
-describe.each(dialectTargets())('cronguard migrate on $name', (target) => {
-  it.skipIf(target.serverUrl === null)('creates the tables, from --database, CRONGUARD_DATABASE_URL or DATABASE_URL', async () => {
-    const url = databaseUrl(target);
-    const prefix = uniquePrefix();
-    const first = await cronguard(['migrate', '--database', url, '--table-prefix', prefix]);
-    expect(first).toMatchObject({
-      code: 0,
-      stdout: expect.stringMatching(
-        new RegExp(`^cronguard: applied 001_create_locks, .*\\(schema version ${SCHEMA_VERSION}\\)\\n$`),
-      ) as string,
-      stderr: '',
-    });
-    const again = await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url });
-    expect(again.code).toBe(0);
-    // CRONGUARD_DATABASE_URL first, then DATABASE_URL (the app's own variable); --database before both.
-    const bad = 'foo://not-a-database';
-    expect(await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url, DATABASE_URL: bad })).toMatchObject({
-      code: 0,
-    });
-    expect(await cronguard(['migrate', '--table-prefix', prefix], { DATABASE_URL: url })).toMatchObject({ code: 0 });
-    expect(await cronguard(['migrate', '--database', url, '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: bad })).toMatchObject({
-      code: 0,
-    });
-    const { guard } = guardOn(url, prefix);
-    expect((await guard.run({ name: 'after-cli', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
-  });
-});
-
-describe.each(dialectTargets())('cronguard reading the history on $name', (target) => {
-  it.skipIf(target.serverUrl === null)('shows locks, history, doctor, prune and unlock, as tables and as JSON', async () => {
-    const url = databaseUrl(target);
-    const prefix = uniquePrefix();
-    const { guard } = guardOn(url, prefix, { lockedBy: 'replica-a' });
-    await guard.migrate();
-    const common = ['--database', url, '--table-prefix', prefix];
-    expect(await cronguard(['doctor', ...common])).toEqual({ code: 0, stdout: 'No jobs yet.\n', stderr: '' });
-    await guard.run({ name: 'healthy', lockAtMostFor: '1m' }, () => sleep(20));
-    await guard.run({ name: 'tight', lockAtMostFor: '400ms' }, () => sleep(250));
-    await guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
-    await expect(guard.run({ name: 'broken', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no route')))).rejects.toThrow();
-
-    const locks = await cronguard(['locks', ...common]);
-    expect(locks.code).toBe(0);
-    expect(locks.stdout.split('\n')[0]).toMatch(/^JOB +STATE +RUNNING +LOCKED BY +VERSION +LOCKED AT +UNTIL +LEFT$/);
-    expect(locks.stdout).toMatch(/^kept +held +no +replica-a /m);
-    expect(locks.stdout).toMatch(/^healthy +free +no +replica-a /m);
-    // The guard records its cronguard version in the background after its first run.
-    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-    await expect
-      .poll(async () => (await cronguard(['locks', ...common])).stdout, { timeout: 20_000 })
-      .toMatch(new RegExp(`^kept +held +no +replica-a +${version.replaceAll('.', '\\.')} `, 'm'));
-    const locksJson = JSON.parse((await cronguard(['locks', '--json', ...common])).stdout) as {
-      name: string;
-      state: string;
-    }[];
-    expect(locksJson.map((lock) => [lock.name, lock.state])).toEqual([
-      ['broken', 'free'],
-      ['healthy', 'free'],
-      ['kept', 'held'],
-      ['tight', 'free'],
-    ]);
-
-    const history = await cronguard(['history', '--job', 'broken', ...common]);
-    expect(history.code).toBe(0);
-    expect(history.stdout).toMatch(/ broken +failed +\d+ ms +no +replica-a +no route\n$/);
-    const historyJson = JSON.parse((await cronguard(['history', '--json', '--since', '1h', '--limit', '2', ...common])).stdout) as {
-      runs: unknown[];
-      next?: string;
-    };
-    expect(historyJson.runs).toHaveLength(2);
-    expect(typeof historyJson.next).toBe('string');
-    // The next page, from the cursor: the other two runs, none repeated.
-    const nextPage = JSON.parse(
-      (await cronguard(['history', '--json', '--since', '1h', '--limit', '2', '--before', historyJson.next ?? '', ...common])).stdout,
-    ) as { runs: { id: string }[]; next?: string };
-    const ids = [...(historyJson.runs as { id: string }[]), ...nextPage.runs].map((run) => run.id);
-    expect(new Set(ids).size).toBe(4);
-    expect(nextPage.next).toBeUndefined();
-
-    const doctor = await cronguard(['doctor', ...common]);
-    expect(doctor.code).toBe(1);
-    expect(doctor.stdout).toMatch(/^tight: longest run \(\d+ ms\) passed half of lockAtMostFor \(400 ms\)$/m);
-    expect(doctor.stdout).toMatch(/^healthy +1 +0 +0 +0 /m);
-    const doctorJson = JSON.parse((await cronguard(['doctor', '--json', ...common])).stdout) as {
-      job: string;
-      problems: string[];
-    }[];
-    expect(doctorJson.filter((job) => job.problems.length > 0).map((job) => job.job)).toEqual(['tight']);
-
-    expect(await cronguard(['unlock', 'kept', ...common])).toMatchObject({ code: 2 });
-    expect(await cronguard(['unlock', 'kept', '--force', ...common])).toEqual({
-      code: 0,
-      stdout: 'Unlocked "kept" (recorded in cronguard audit).\n',
-      stderr: '',
-    });
-    // Nothing to unlock: a free lock, or no lock at all by that name. Exit 1, one line.
-    for (const name of ['kept', 'no-such-job']) {
-      expect(await cronguard(['unlock', name, '--force', ...common])).toEqual({
-        code: 1,
-        stdout: `"${name}" was not locked: nothing to unlock.\n`,
-        stderr: '',
-      });
-    }
-    expect(JSON.parse((await cronguard(['unlock', 'kept', '--force', '--json', ...common])).stdout)).toEqual({
-      job: 'kept',
-      unlocked: false,
-    });
-    expect((await guard.run({ name: 'kept', lockAtMostFor: '1m' }, () => 'again')).executed).toBe(true);
-
-    await sleep(50);
-    // Each job keeps its newest run; 'kept' has two, so one goes.
-    expect(await cronguard(['prune', '--older-than', '10ms', ...common])).toEqual({
-      code: 0,
-      stdout: 'Deleted 1 run(s) older than 10ms.\n',
-      stderr: '',
-    });
-    expect((await guard.history()).runs.map((run) => run.job).sort()).toEqual(['broken', 'healthy', 'kept', 'tight']);
-  });
-});
-
-describe.each(dialectTargets())('cronguard --job for a name the tables have never seen on $name', (target) => {
-  it.skipIf(target.serverUrl === null)(
-    'slots, history and doctor exit 2 and name the nearest known jobs; known names still work',
-    async () => {
+// Each scenario runs on every dialect at once (its own tables on each): most of its time is the
+// cronguard processes it starts one after another, each waiting on its database.
+describe('cronguard migrate', () => {
+  eachDialectAtOnce(
+    'creates the tables, from --database, CRONGUARD_DATABASE_URL or DATABASE_URL',
+    async ({ target, expect }) => {
       const url = databaseUrl(target);
       const prefix = uniquePrefix();
+      const first = await cronguard(['migrate', '--database', url, '--table-prefix', prefix]);
+      expect(first).toMatchObject({
+        code: 0,
+        stdout: expect.stringMatching(
+          new RegExp(`^cronguard: applied 001_create_locks, .*\\(schema version ${SCHEMA_VERSION}\\)\\n$`),
+        ) as string,
+        stderr: '',
+      });
+      const again = await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url });
+      expect(again.code).toBe(0);
+      // CRONGUARD_DATABASE_URL first, then DATABASE_URL (the app's own variable); --database before both.
+      const bad = 'foo://not-a-database';
+      expect(await cronguard(['migrate', '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: url, DATABASE_URL: bad })).toMatchObject({
+        code: 0,
+      });
+      expect(await cronguard(['migrate', '--table-prefix', prefix], { DATABASE_URL: url })).toMatchObject({ code: 0 });
+      expect(await cronguard(['migrate', '--database', url, '--table-prefix', prefix], { CRONGUARD_DATABASE_URL: bad })).toMatchObject({
+        code: 0,
+      });
       const { guard } = guardOn(url, prefix);
-      await guard.migrate();
-      const common = ['--database', url, '--table-prefix', prefix];
-      // No job at all yet.
-      expect(await cronguard(['slots', '--job', 'nightly', ...common])).toEqual({
-        code: 2,
-        stdout: '',
-        stderr: 'cronguard: --job "nightly": no such job (no lock row, no declared schedule, no run); the tables have no job yet\n',
-      });
-      for (const name of ['nightly-report', 'nightly-backup', 'cache-warm']) await guard.run({ name, lockAtMostFor: '1m' }, () => 1);
-      // Declared, never run: known by its schedule only.
-      guard.guarded({ name: 'hourly-sync', lockAtMostFor: '1m', cron: '0 * * * *' });
-      await expect.poll(async () => (await guard.slots()).map((ledger) => ledger.job)).toEqual(['hourly-sync']);
-
-      for (const command of ['slots', 'history', 'doctor']) {
-        expect(await cronguard([command, '--job', 'nightly-reprot', ...common])).toEqual({
-          code: 2,
-          stdout: '',
-          stderr:
-            'cronguard: --job "nightly-reprot": no such job (no lock row, no declared schedule, no run); ' +
-            'nearest known: "nightly-report", "nightly-backup", "cache-warm"\n',
-        });
-        expect((await cronguard([command, '--job', 'hourly-synk', ...common])).stderr).toMatch(/nearest known: "hourly-sync"/);
-      }
-      // Known names: exit 0 (slots and doctor may exit 1 on problems, not here).
-      expect(await cronguard(['slots', '--job', 'cache-warm', ...common])).toMatchObject({
-        code: 0,
-        stdout: expect.stringMatching(/^Job "cache-warm" has no declared schedule/),
-      });
-      expect(await cronguard(['slots', '--job', 'hourly-sync', ...common])).toMatchObject({
-        code: 0,
-        stdout: expect.stringMatching(/hourly-sync/),
-      });
-      expect(await cronguard(['history', '--job', 'hourly-sync', ...common])).toEqual({ code: 0, stdout: 'No runs.\n', stderr: '' });
-      expect(await cronguard(['history', '--job', 'cache-warm', '--status', 'failed', ...common])).toMatchObject({ code: 0 });
-      const doctor = JSON.parse((await cronguard(['doctor', '--job', 'cache-warm', '--json', ...common])).stdout) as { job: string }[];
-      expect(doctor.map((job) => job.job)).toEqual(['cache-warm']);
+      expect((await guard.run({ name: 'after-cli', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
     },
+    120_000,
   );
 });
 
-describe('cronguard output', () => {
-  it('writes control characters in job names and errors as escapes, never raw to the terminal', async () => {
-    const target = { name: 'sqlite' as const, serverUrl: 'sqlite:' };
-    const url = databaseUrl(target);
-    const prefix = uniquePrefix();
-    const { guard } = guardOn(url, prefix);
-    await guard.migrate();
-    const name = 'evil\nname\u001b[31m';
-    await expect(guard.run({ name, lockAtMostFor: '1m' }, () => Promise.reject(new Error('boom\u001b[2J\u0007')))).rejects.toThrow();
-    const common = ['--database', url, '--table-prefix', prefix];
-    for (const command of ['locks', 'history']) {
-      const { code, stdout } = await cronguard([command, ...common]);
-      expect(code, command).toBe(0);
-      // eslint-disable-next-line no-control-regex -- what must not be printed
-      expect(stdout, command).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f]/);
-      expect(stdout.trimEnd().split('\n'), command).toHaveLength(2);
-      expect(stdout, command).toContain('evil\\x0aname\\x1b[31m');
-    }
-  });
-});
+describe('cronguard reading the history', () => {
+  eachDialectAtOnce(
+    'shows locks, history, doctor, prune and unlock, as tables and as JSON',
+    async ({ target, expect }) => {
+      const url = databaseUrl(target);
+      const prefix = uniquePrefix();
+      const { guard } = guardOn(url, prefix, { lockedBy: 'replica-a' });
+      await guard.migrate();
+      const common = ['--database', url, '--table-prefix', prefix];
+      expect(await cronguard(['doctor', ...common])).toEqual({ code: 0, stdout: 'No jobs yet.\n', stderr: '' });
+      await guard.run({ name: 'healthy', lockAtMostFor: '1m' }, () => sleep(20));
+      await guard.run({ name: 'tight', lockAtMostFor: '400ms' }, () => sleep(250));
+      await guard.run({ name: 'kept', lockAtMostFor: '1m', lockAtLeastFor: '1m' }, () => 1);
+      await expect(guard.run({ name: 'broken', lockAtMostFor: '1m' }, () => Promise.reject(new Error('no route')))).rejects.toThrow();
 
-describe('cronguard usage errors', () => {
-  it('exits 2 with one line and no stack trace', async () => {
-    // A mistyped SQLite path in a directory that exists: a read must not create the file.
-    const typo = join(tmpdir(), `cronguard-typo-${process.pid}.sqlite`);
-    const cases = [
-      {
-        args: ['migrate'],
-        message: 'cronguard: no database: pass --database <url>, or set CRONGUARD_DATABASE_URL or DATABASE_URL\n',
-      },
-      {
-        args: ['migrate', '--database', 'foo://x'],
-        message: /^cronguard: Expected --database to be a URL starting with/,
-      },
-      // An unescaped '#' in a password: refused before connecting, the password masked.
-      {
-        args: ['migrate', '--database', 'postgres://admin:p@ss#w0rd@db/app'],
-        message: /^cronguard: Expected --database to be a URL that can be parsed, got "postgres:\/\/admin:\*\*\*@db\/app": percent-encode/,
-      },
-      // The password of a mistyped URL stays out of the message.
-      {
-        args: ['migrate', '--database', 'postgress://admin:hunter2@db/app'],
-        message: /got "postgress:\/\/admin:\*\*\*@db\/app"\n$/,
-      },
-      {
-        args: ['migrate', '--database', 'jdbc:postgresql://admin:p@ss/w0rd@db/app'],
-        message: /got "jdbc:postgresql:\/\/admin:\*\*\*@db\/app"\n$/,
-      },
-      {
-        args: ['frobnicate', '--database', 'sqlite::memory:'],
-        message: 'cronguard: unknown command "frobnicate". See cronguard --help\n',
-      },
-      {
-        args: ['locks', '--job', 'x', '--database', 'sqlite::memory:'],
-        message: 'cronguard: locks does not take --job (it takes no option of its own; see cronguard --help)\n',
-      },
-      {
-        args: ['locks', '--database', 'sqlite::memory:'],
-        message: /^cronguard: The cronguard tables do not exist; run `cronguard migrate`/,
-      },
-      {
-        args: ['history', '--limit', 'x', '--database', 'sqlite::memory:'],
-        message: 'cronguard: --limit expects a whole number, got "x"\n',
-      },
-      { args: ['prune', '--database', 'sqlite::memory:'], message: /^cronguard: prune needs --older-than/ },
-      { args: ['unlock', '--database', 'sqlite::memory:'], message: /^cronguard: unlock needs a job name/ },
-      {
-        args: ['locks', '--database', `sqlite:${typo}`],
-        message: `cronguard: no SQLite database at ${typo} (cronguard migrate creates it)\n`,
-      },
-      { args: ['locks', '--database', 'mysql://root@127.0.0.1:1/none'], message: /^cronguard: .*ECONNREFUSED/ },
-      { args: ['migrate', '--nope'], message: /^cronguard: unknown option --nope\..* See cronguard --help$/m },
-      {
-        args: ['migrate', '--database', 'postgres://postgres@127.0.0.1:1/none'],
-        message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/,
-      },
-      // localhost is ::1 and 127.0.0.1: Node refuses both in an AggregateError with an empty message.
-      {
-        args: ['migrate', '--database', 'postgres://postgres@localhost:1/none'],
-        message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/,
-      },
-    ];
-    // The commands run side by side (each its own process, nothing shared): the checks, in order, after.
-    const results = await Promise.all(cases.map(({ args }) => cronguard(args)));
-    for (const [index, { args, message }] of cases.entries()) {
-      const result = results[index] as Awaited<ReturnType<typeof cronguard>>;
-      expect(result.code, args.join(' ')).toBe(2);
-      expect(result.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
-      expect(result.stderr, args.join(' ')).toMatch(message);
-    }
-    expect(existsSync(typo)).toBe(false);
-  });
+      const locks = await cronguard(['locks', ...common]);
+      expect(locks.code).toBe(0);
+      expect(locks.stdout.split('\n')[0]).toMatch(/^JOB +STATE +RUNNING +LOCKED BY +VERSION +LOCKED AT +UNTIL +LEFT$/);
+      expect(locks.stdout).toMatch(/^kept +held +no +replica-a /m);
+      expect(locks.stdout).toMatch(/^healthy +free +no +replica-a /m);
+      // The guard records its cronguard version in the background after its first run.
+      const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+      await expect
+        .poll(async () => (await cronguard(['locks', ...common])).stdout, { timeout: 20_000 })
+        .toMatch(new RegExp(`^kept +held +no +replica-a +${version.replaceAll('.', '\\.')} `, 'm'));
+      const locksJson = JSON.parse((await cronguard(['locks', '--json', ...common])).stdout) as {
+        name: string;
+        state: string;
+      }[];
+      expect(locksJson.map((lock) => [lock.name, lock.state])).toEqual([
+        ['broken', 'free'],
+        ['healthy', 'free'],
+        ['kept', 'held'],
+        ['tight', 'free'],
+      ]);
 
-  it('names the flag or variable a bad option came from, not the API option', async () => {
-    const memory = ['--database', 'sqlite::memory:'];
-    const cases = [
-      {
-        args: ['prune', '--older-than', '5 minutes', ...memory],
-        message: `Expected --older-than to be a duration like '5m' or 'PT5M', got "5 minutes"`,
-      },
-      {
-        args: ['history', '--since', '5x', ...memory],
-        message: `Expected --since to be a duration like '5m' or 'PT5M', got "5x"`,
-      },
-      {
-        args: ['history', '--status', 'bogus', ...memory],
-        message: 'Expected --status to be one of running, succeeded, failed, cancelled, abandoned, skipped, got "bogus"',
-      },
-      {
-        args: ['history', '--limit', '0', ...memory],
-        message: 'Expected --limit to be an integer from 1 to 1000, got 0',
-      },
-      {
-        args: ['history', '--job', '', ...memory],
-        message: 'Expected --job to be a string of 1 to 255 characters without NUL, got ""',
-      },
-      {
-        args: ['history', '--before', 'nope', ...memory],
-        message: 'Expected --before to be the `next` cursor of a history page, got "nope"',
-      },
-      {
-        args: ['unlock', 'j'.repeat(256), '--force', ...memory],
-        message: `Expected the job name to be a string of 1 to 255 characters without NUL, got "${'j'.repeat(256)}"`,
-      },
-      {
-        args: ['migrate', '--table-prefix', 'bad-prefix', ...memory],
-        message:
-          'Expected --table-prefix to be an identifier like \'cronguard_\' (schema-qualified prefixes are PostgreSQL only) of at most 40 characters, got "bad-prefix"',
-      },
-      {
-        args: ['locks', '--database', 'foo://x'],
-        message: 'Expected --database to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"',
-      },
-    ];
-    const results = await Promise.all(cases.map(({ args }) => cronguard(args)));
-    for (const [index, { args, message }] of cases.entries()) {
-      expect(results[index], args.join(' ')).toEqual({ code: 2, stdout: '', stderr: `cronguard: ${message}\n` });
-    }
-    expect(await cronguard(['locks'], { DATABASE_URL: 'foo://x' })).toMatchObject({
-      code: 2,
-      stderr:
-        'cronguard: Expected $DATABASE_URL to be a URL starting with postgres://, postgresql://, mysql://, mariadb:// or sqlite:, got "foo://x"\n',
-    });
-  });
+      const history = await cronguard(['history', '--job', 'broken', ...common]);
+      expect(history.code).toBe(0);
+      expect(history.stdout).toMatch(/ broken +failed +\d+ ms +no +replica-a +no route\n$/);
+      const historyJson = JSON.parse((await cronguard(['history', '--json', '--since', '1h', '--limit', '2', ...common])).stdout) as {
+        runs: unknown[];
+        next?: string;
+      };
+      expect(historyJson.runs).toHaveLength(2);
+      expect(typeof historyJson.next).toBe('string');
+      // The next page, from the cursor: the other two runs, none repeated.
+      const nextPage = JSON.parse(
+        (await cronguard(['history', '--json', '--since', '1h', '--limit', '2', '--before', historyJson.next ?? '', ...common])).stdout,
+      ) as { runs: { id: string }[]; next?: string };
+      const ids = [...(historyJson.runs as { id: string }[]), ...nextPage.runs].map((run) => run.id);
+      expect(new Set(ids).size).toBe(4);
+      expect(nextPage.next).toBeUndefined();
 
-  it('explains a flag value that looks like a flag in its own words, and keeps a newline in data escaped', async () => {
-    // node's parseArgs explains an ambiguous option value in three lines of its own ('--database=-XYZ').
-    const result = await cronguard(['migrate', '--database', '--json']);
-    expect(result.code).toBe(2);
-    expect(result.stderr).toBe(
-      'cronguard: --database needs a value, and the next argument looks like a flag: write --database=<value> for a value that starts with "-" (see cronguard --help)\n',
-    );
-    // A newline in data (a job name) stays an escape: one line.
-    expect(await cronguard(['unlock', 'a\nb', '--database', 'sqlite::memory:'])).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: 'cronguard: refusing to unlock "a\\x0ab" without --force: if its holder is still running, the next run will overlap it\n',
-    });
-  });
+      const doctor = await cronguard(['doctor', ...common]);
+      expect(doctor.code).toBe(1);
+      expect(doctor.stdout).toMatch(/^tight: longest run \(\d+ ms\) passed half of lockAtMostFor \(400 ms\)$/m);
+      expect(doctor.stdout).toMatch(/^healthy +1 +0 +0 +0 /m);
+      const doctorJson = JSON.parse((await cronguard(['doctor', '--json', ...common])).stdout) as {
+        job: string;
+        problems: string[];
+      }[];
+      expect(doctorJson.filter((job) => job.problems.length > 0).map((job) => job.job)).toEqual(['tight']);
 
-  it('prints help with exit 0, for --help, -h and help', async () => {
-    const commands = [['--help'], ['-h'], ['help'], ['locks', '--help']];
-    const results = await Promise.all(commands.map((args) => cronguard(args)));
-    for (const [index, args] of commands.entries()) {
-      const result = results[index] as Awaited<ReturnType<typeof cronguard>>;
-      expect(result.code, args.join(' ')).toBe(0);
-      expect(result.stdout, args.join(' ')).toMatch(/^Usage: cronguard <command>/);
-      expect(result.stdout, args.join(' ')).toMatch(/ help +Show this help/);
-    }
-  });
+      expect(await cronguard(['unlock', 'kept', ...common])).toMatchObject({ code: 2 });
+      expect(await cronguard(['unlock', 'kept', '--force', ...common])).toEqual({
+        code: 0,
+        stdout: 'Unlocked "kept" (recorded in cronguard audit).\n',
+        stderr: '',
+      });
+      // Nothing to unlock: a free lock, or no lock at all by that name. Exit 1, one line.
+      for (const name of ['kept', 'no-such-job']) {
+        expect(await cronguard(['unlock', name, '--force', ...common])).toEqual({
+          code: 1,
+          stdout: `"${name}" was not locked: nothing to unlock.\n`,
+          stderr: '',
+        });
+      }
+      expect(JSON.parse((await cronguard(['unlock', 'kept', '--force', '--json', ...common])).stdout)).toEqual({
+        job: 'kept',
+        unlocked: false,
+      });
+      expect((await guard.run({ name: 'kept', lockAtMostFor: '1m' }, () => 'again')).executed).toBe(true);
 
-  it("prints the package's version with --version, read from package.json next to dist/", async () => {
-    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-      version: string;
-    };
-    expect(await cronguard(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
-  });
+      await sleep(50);
+      // Each job keeps its newest run; 'kept' has two, so one goes.
+      expect(await cronguard(['prune', '--older-than', '10ms', ...common])).toEqual({
+        code: 0,
+        stdout: 'Deleted 1 run(s) older than 10ms.\n',
+        stderr: '',
+      });
+      expect((await guard.history()).runs.map((run) => run.job).sort()).toEqual(['broken', 'healthy', 'kept', 'tight']);
+    },
+    120_000,
+  );
 });
