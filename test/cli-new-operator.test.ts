@@ -6,9 +6,10 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { describe, expect, it } from 'vitest';
 import { createGuard } from '../src/index.js';
-import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { databaseUrl, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { cronguard } from './support/cronguard-cli.js';
 
@@ -71,8 +72,8 @@ describe('cronguard command-line mistakes', () => {
   });
 });
 
-describe.each(dialectTargets())('cronguard controls and slots on $name', (target) => {
-  it.skipIf(target.serverUrl === null)('gives the migrate hint from every control on tables not migrated', async () => {
+describe('cronguard controls and slots', () => {
+  eachDialectAtOnce('gives the migrate hint from every control on tables not migrated', async ({ target, expect }) => {
     const url = databaseUrl(target);
     // SQLite: an empty file (a missing one is refused before any table is read).
     if (target.name === 'sqlite') await writeFile(url.slice('sqlite:'.length), '');
@@ -90,9 +91,9 @@ describe.each(dialectTargets())('cronguard controls and slots on $name', (target
     }
   });
 
-  it.skipIf(target.serverUrl === null)(
+  eachDialectAtOnce(
     'names --force when a trigger is refused, and lists paused slots in a slots table that adds up',
-    async () => {
+    async ({ target, expect }) => {
       const url = databaseUrl(target);
       const prefix = uniquePrefix();
       const { guard } = guardOn(url, prefix);

@@ -1,51 +1,49 @@
 // What a new operator hits on the `cronguard` command (issue #26): a mistyped job name that acted, an
 // unlock with no trail, a job that could not be forgotten, and messages that did not say what to do.
 // Through the real binary, on every dialect.
+import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { describe, expect, it } from 'vitest';
-import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
+import { databaseUrl, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { cronguard } from './support/cronguard-cli.js';
 
-describe.each(dialectTargets())('cronguard operator commands on $name', (target) => {
-  it.skipIf(target.serverUrl === null)(
-    'refuses a mistyped job name with the nearest ones, creates nothing, and forgets a job',
-    async () => {
-      const url = databaseUrl(target);
-      const prefix = uniquePrefix();
-      const { guard } = guardOn(url, prefix);
-      await guard.migrate();
-      await guard.run({ name: 'tick.every-second', lockAtMostFor: '1m' }, () => 1);
-      const common = ['--database', url, '--table-prefix', prefix];
+describe('cronguard operator commands', () => {
+  eachDialectAtOnce('refuses a mistyped job name with the nearest ones, creates nothing, and forgets a job', async ({ target, expect }) => {
+    const url = databaseUrl(target);
+    const prefix = uniquePrefix();
+    const { guard } = guardOn(url, prefix);
+    await guard.migrate();
+    await guard.run({ name: 'tick.every-second', lockAtMostFor: '1m' }, () => 1);
+    const common = ['--database', url, '--table-prefix', prefix];
 
-      for (const args of [
-        ['pause', 'tick.every-secnd', '--until', '10m'],
-        ['trigger', 'tick.every-secnd'],
-        ['resume', 'tick.every-secnd'],
-      ]) {
-        const typo = await cronguard([...args, ...common]);
-        expect(typo.code).toBe(2);
-        expect(typo.stderr).toContain('no job named "tick.every-secnd" has run or is scheduled. Did you mean "tick.every-second"?');
-      }
-      expect((await cronguard(['pause', 'tick.every-secnd', ...common])).stderr).toContain('--create pauses a job that has not run yet');
-      // Nothing was written for the typo.
-      expect((await guard.locks()).map((lock) => lock.name)).toEqual(['tick.every-second']);
+    for (const args of [
+      ['pause', 'tick.every-secnd', '--until', '10m'],
+      ['trigger', 'tick.every-secnd'],
+      ['resume', 'tick.every-secnd'],
+    ]) {
+      const typo = await cronguard([...args, ...common]);
+      expect(typo.code).toBe(2);
+      expect(typo.stderr).toContain('no job named "tick.every-secnd" has run or is scheduled. Did you mean "tick.every-second"?');
+    }
+    expect((await cronguard(['pause', 'tick.every-secnd', ...common])).stderr).toContain('--create pauses a job that has not run yet');
+    // Nothing was written for the typo.
+    expect((await guard.locks()).map((lock) => lock.name)).toEqual(['tick.every-second']);
 
-      // --create pauses a job before its first run; forget deletes its row again, and the audit has both.
-      expect((await cronguard(['pause', 'report.new', '--create', '--by', 'alice', ...common])).code).toBe(0);
-      expect((await guard.locks()).map((lock) => lock.name)).toEqual(['report.new', 'tick.every-second']);
-      const forgot = await cronguard(['forget', 'report.new', '--by', 'alice', '--reason', 'typo', ...common]);
-      expect(forgot).toMatchObject({ code: 0, stderr: '' });
-      expect(forgot.stdout).toContain('Forgot "report.new"');
-      expect((await guard.locks()).map((lock) => lock.name)).toEqual(['tick.every-second']);
-      expect((await guard.controls('report.new')).map((entry) => [entry.action, entry.by])).toEqual([
-        ['forget', 'alice'],
-        ['pause', 'alice'],
-      ]);
-      expect((await cronguard(['forget', 'report.new', ...common])).code).toBe(2);
-    },
-  );
+    // --create pauses a job before its first run; forget deletes its row again, and the audit has both.
+    expect((await cronguard(['pause', 'report.new', '--create', '--by', 'alice', ...common])).code).toBe(0);
+    expect((await guard.locks()).map((lock) => lock.name)).toEqual(['report.new', 'tick.every-second']);
+    const forgot = await cronguard(['forget', 'report.new', '--by', 'alice', '--reason', 'typo', ...common]);
+    expect(forgot).toMatchObject({ code: 0, stderr: '' });
+    expect(forgot.stdout).toContain('Forgot "report.new"');
+    expect((await guard.locks()).map((lock) => lock.name)).toEqual(['tick.every-second']);
+    expect((await guard.controls('report.new')).map((entry) => [entry.action, entry.by])).toEqual([
+      ['forget', 'alice'],
+      ['pause', 'alice'],
+    ]);
+    expect((await cronguard(['forget', 'report.new', ...common])).code).toBe(2);
+  });
 
-  it.skipIf(target.serverUrl === null)('audits an unlock (who, whose lock, which run) and refuses to forget a held job', async () => {
+  eachDialectAtOnce('audits an unlock (who, whose lock, which run) and refuses to forget a held job', async ({ target, expect }) => {
     const url = databaseUrl(target);
     const prefix = uniquePrefix();
     const { guard } = guardOn(url, prefix, { lockedBy: 'replica-7' });
@@ -73,7 +71,7 @@ describe.each(dialectTargets())('cronguard operator commands on $name', (target)
     expect(missed.stdout).toContain('Did you mean "nightly"?');
   });
 
-  it.skipIf(target.serverUrl === null)('says to migrate when pausing on tables that do not exist', async () => {
+  eachDialectAtOnce('says to migrate when pausing on tables that do not exist', async ({ target, expect }) => {
     const url = databaseUrl(target);
     // The database exists (a SQLite file too), the tables of this prefix do not.
     await guardOn(url, uniquePrefix()).guard.migrate();

@@ -28,6 +28,12 @@ function barrier(count: number): (who: string) => Promise<void> {
 }
 
 /**
+ * Three cases share the machine at once: twice the timeout of a test that runs alone (vitest.config.ts),
+ * so that a loaded machine slows them without failing them.
+ */
+const CONCURRENT_CASE_TIMEOUT_MS = 120_000;
+
+/**
  * One scenario on every dialect at the same time: a test named `scenario`, with one case per dialect
  * ('on sqlite', 'on postgres', 'on mysql'), the cases started together and the next scenario only
  * once all have ended. For scenarios that spend their time waiting on the clock (replica processes
@@ -39,7 +45,7 @@ export function eachDialectAtOnce(scenario: string, run: (dialectCase: DialectCa
   const targets = dialectTargets();
   const arrive = barrier(targets.filter((target) => target.serverUrl !== null).length);
   describe(scenario, () => {
-    it.concurrent.for(targets)('on $name', timeoutMs === undefined ? {} : { timeout: timeoutMs }, async (target, context) => {
+    it.concurrent.for(targets)('on $name', { timeout: timeoutMs ?? CONCURRENT_CASE_TIMEOUT_MS }, async (target, context) => {
       if (target.serverUrl === null) context.skip(`no ${target.name} server`);
       await withOwnCleanup(async () => {
         try {
