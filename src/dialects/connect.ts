@@ -2,9 +2,10 @@ import type { Kysely } from 'kysely';
 import { describeValue } from '../core/describe-value.js';
 import type { Dialect, OpenSettings } from '../core/dialect.js';
 import { introspectorName } from './common/kysely-dialect.js';
-import { mysqlDialect, type MysqlPoolLike } from './mysql/dialect.js';
-import { postgresDialect, type PostgresPoolLike } from './postgres/dialect.js';
-import { sqliteDialect, type SqliteDatabaseLike } from './sqlite/dialect.js';
+import { mysqlDialect } from './mysql/dialect.js';
+import { postgresDialect } from './postgres/dialect.js';
+import { sqliteDialect } from './sqlite/dialect.js';
+import type { MysqlPoolLike, PostgresPoolLike, SqliteDatabaseLike } from './common/driver-shapes.js';
 
 /**
  * The dialects, asked in turn which one a `database` value is. Each is typed by its own driver

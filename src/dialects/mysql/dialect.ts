@@ -15,16 +15,7 @@ import {
 } from './schema.js';
 import { isMysqlLockWaitTimeout, isMysqlMigrationRace, isMysqlMissingTable, isMysqlReadOnly } from './driver-errors.js';
 import { inspectMysqlServer } from './server-facts.js';
-
-/**
- * Structural type of a mysql2 pool, callback (`mysql2.createPool`) or promise
- * (`mysql2/promise`), as the public `database` option accepts it, so that the public API does not
- * depend on mysql2's types.
- */
-export interface MysqlPoolLike {
-  getConnection(...args: never[]): unknown;
-  end(...args: never[]): unknown;
-}
+import type { MysqlPoolLike } from '../common/driver-shapes.js';
 
 /** A callback pool has `config`; a promise pool wraps one as `pool`. */
 export function isMysqlPool(value: object): value is MysqlPoolLike {

@@ -8,18 +8,7 @@ import { postgresMigrationLease, postgresColumnTypes, postgresCurrentSchema, pos
 import { isPostgresLockWaitTimeout, isPostgresMigrationRace, isPostgresMissingTable, isPostgresReadOnly } from './driver-errors.js';
 import { listenPostgresTriggers, notifyPostgresTrigger } from './trigger-channel.js';
 import { inspectPostgresServer } from './server-facts.js';
-
-/**
- * Structural type of a node-postgres `Pool`, as the public `database` option accepts it, so that
- * the public API does not need `@types/pg`.
- */
-export interface PostgresPoolLike {
-  connect(): Promise<unknown>;
-  query(text: string, values?: unknown[]): Promise<unknown>;
-  end(): Promise<void>;
-  readonly totalCount: number;
-  readonly idleCount: number;
-}
+import type { PostgresPoolLike } from '../common/driver-shapes.js';
 
 /** A node-postgres pool, by its shape (the app's pg may be another copy than any the guard could load). */
 export function isPostgresPool(value: object): value is PostgresPoolLike {

@@ -8,17 +8,7 @@ import { createSqliteLockStore } from './lock-store.js';
 import { sqliteMigrationLease, sqliteColumnTypes, sqliteCreateTableSuffix } from './schema.js';
 import { isSqliteMigrationRace, isSqliteReadOnly, isSqliteLockWaitTimeout, isSqliteMissingTable } from './driver-errors.js';
 import { inspectSqliteServer } from './server-facts.js';
-
-/**
- * Structural type of a better-sqlite3 `Database`, as the public `database` option accepts it, so
- * that the public API does not need its types.
- */
-export interface SqliteDatabaseLike {
-  prepare(source: string): unknown;
-  close(): unknown;
-  readonly open: boolean;
-  readonly memory: boolean;
-}
+import type { SqliteDatabaseLike } from '../common/driver-shapes.js';
 
 /** A better-sqlite3 database, by its shape (the app's may be another copy than any the guard could load). */
 export function isSqliteDatabase(value: object): value is SqliteDatabaseLike {
