@@ -10,7 +10,7 @@ import { html, segment, type Html } from './html.js';
 import { diagnose, jobProblems, outcomeBadge, problemList, stateDetail } from './job-summary.js';
 import type { RecentJobSlots } from '../../admin/dashboard-ledger.js';
 import { page, type PageContext } from './layout.js';
-import { slotCounts, unrunStretches } from './slot-marks.js';
+import { SLOT_MARKS, slotCounts, unrunStretches } from './slot-marks.js';
 import { MAX_SLOT_MARKS, timeline } from './timeline.js';
 import { STRIP_RUNS } from './overview-reads.js';
 
@@ -85,7 +85,7 @@ function scheduleSection(ledger: JobLedger | undefined): Html {
     .map(
       (stretch) =>
         html`<li>
-          <strong class="slot-alarm">${stretch.outcome === 'missed' ? '○ missed' : '⧉ overlapped'}</strong>
+          <strong class="slot-alarm">${SLOT_MARKS[stretch.outcome].symbol} ${stretch.outcome}</strong>
           ${stretch.count === 1 ? formatTime(stretch.first) : `${formatTime(stretch.first)} … ${formatTime(stretch.last)} (${stretch.count} slots in a row)`}
         </li>`,
     );

@@ -1,12 +1,12 @@
-import type { LedgerSlot, SlotOutcome } from '../../core/slot-ledger.js';
+import type { LedgerSlot, SlotOutcome, UnrunOutcome } from '../../core/slot-ledger.js';
 import { formatDuration } from '../../core/time-text.js';
 import { html, type Html } from './html.js';
 
 /**
- * Each slot outcome's shape and word. A missed slot is drawn hollow (a dashed red box around ○),
+ * Each slot outcome's (core/slot-ledger.ts's SLOT_OUTCOMES) shape and word. A missed slot is drawn hollow (a dashed red box around ○),
  * an overlapped one with ⧉: neither relies on its colour.
  */
-export const SLOT_OUTCOMES: Readonly<Record<SlotOutcome, { readonly symbol: string; readonly label: string }>> = {
+export const SLOT_MARKS: Readonly<Record<SlotOutcome, { readonly symbol: string; readonly label: string }>> = {
   succeeded: { symbol: '✓', label: 'succeeded' },
   late: { symbol: '◷', label: 'late' },
   failed: { symbol: '✗', label: 'failed' },
@@ -19,7 +19,7 @@ export const SLOT_OUTCOMES: Readonly<Record<SlotOutcome, { readonly symbol: stri
 
 /** A run of consecutive slots no run took, all with the same outcome (missed, or overlapped). */
 export interface UnrunStretch {
-  readonly outcome: 'missed' | 'overlapped';
+  readonly outcome: UnrunOutcome;
   readonly first: Date;
   readonly last: Date;
   readonly count: number;
@@ -33,7 +33,7 @@ export interface UnrunStretch {
 export function unrunStretches(slots: readonly LedgerSlot[]): UnrunStretch[] {
   // The open stretch grows in place: a copy per slot was 10,000 objects for a week of a stopped
   // every-second job, drawn twice per page (the bench's ten pages spent their longest stretches here).
-  const stretches: { outcome: 'missed' | 'overlapped'; first: Date; last: Date; count: number }[] = [];
+  const stretches: { outcome: UnrunOutcome; first: Date; last: Date; count: number }[] = [];
   let previous: SlotOutcome | undefined;
   for (const entry of slots) {
     const { outcome } = entry;
@@ -56,7 +56,7 @@ const ALARMING: readonly SlotOutcome[] = ['missed', 'overlapped', 'failed', 'lat
 
 /** A slot's outcome as a badge with its shape and its word. */
 export function slotBadge(entry: LedgerSlot): Html {
-  const outcome = SLOT_OUTCOMES[entry.outcome];
+  const outcome = SLOT_MARKS[entry.outcome];
   const delay = entry.delayMs === null ? '' : `, started ${formatDuration(entry.delayMs)} after its slot`;
   return html`<span class="badge slot-${entry.outcome}">${outcome.symbol} ${outcome.label}</span
     >${delay}${entry.catchUp ? ' (a catch-up run)' : ''}`;
@@ -72,7 +72,7 @@ export function slotCounts(slots: readonly LedgerSlot[]): string {
 /** A job's newest slots as a strip of marks, oldest first, each with its shape and a title; the alarming counts in words. */
 export function slotStrip(slots: readonly LedgerSlot[]): Html {
   const marks = slots.map((entry) => {
-    const outcome = SLOT_OUTCOMES[entry.outcome];
+    const outcome = SLOT_MARKS[entry.outcome];
     const delay = entry.delayMs === null ? '' : `, started ${formatDuration(entry.delayMs)} after it`;
     const title = `slot ${entry.slot.toISOString()}: ${outcome.label}${delay}${entry.catchUp ? ', catch-up' : ''}`;
     return html`<span class="slot-${entry.outcome}" title="${title}">${outcome.symbol}</span>`;

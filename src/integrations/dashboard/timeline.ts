@@ -131,7 +131,7 @@ export function timeline(
     const at = x(stretch.first.getTime());
     const end = Math.max(at, x(stretch.last.getTime()));
     const missed = stretch.outcome === 'missed';
-    const word = missed ? 'missed' : 'overlapped';
+    const word = stretch.outcome;
     const why = missed ? 'no replica ran it' : 'the lock was still held, no run';
     const label =
       stretch.count === 1
