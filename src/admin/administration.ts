@@ -3,26 +3,28 @@ import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
-import { createJobListReader, DASHBOARD_PAGE_JOBS, type JobNamesQuery } from './dashboard-jobs.js';
+import {
+  createJobListReader,
+  DASHBOARD_PAGE_JOBS,
+  type JobNamesQuery,
+  createDashboardReader,
+  type RecentRuns,
+  type RunDetail,
+} from './dashboard-reads.js';
 import { createDashboardLedgerReader, type RecentSlots } from './dashboard-ledger.js';
-import { createDashboardReader, type RecentRuns, type RunDetail } from './dashboard-reads.js';
-import { packageVersionOrUnknown } from '../core/package-version.js';
-import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
-import { diagnoseLedger } from './doctor-ledger.js';
-import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
+import { packageVersionOrUnknown, hasOperatorControls, hasSlotLedger, readSchemaVersions } from './versions.js';
+import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis, diagnoseLedger } from './doctor.js';
+import { createHistoryReader, type HistoryPage, type HistoryQuery, createPruner } from './history.js';
 import { createScheduleStore, type ScheduleStore } from './job-schedules.js';
 import { createLockReader, type LockRecord, type UnlockAudit, type UnlockedLock } from './locks.js';
 import { runMigrations, type MigrationReport } from './migrate.js';
-import { createPruner } from './prune.js';
-import { createReplicaTable, type ReplicaRecord, type ReplicaTable } from './replicas.js';
-import { hasOperatorControls, hasSlotLedger, readSchemaVersions } from './schema-version.js';
-import { holderVersion, type VersionReport } from './version-report.js';
-
-export type { VersionReport } from './version-report.js';
-export type { SchemaVersions } from './schema-version.js';
-export type { MigrationReport } from './migrate.js';
+import { createReplicaTable, holderVersion, type ReplicaRecord, type ReplicaTable, type VersionReport } from './replicas.js';
 import { SlotWatch } from './slot-watch.js';
 import { createSlotsReader, type JobLedger, type SlotsQuery } from './slots.js';
+
+export type { VersionReport } from './replicas.js';
+export type { SchemaVersions } from './versions.js';
+export type { MigrationReport } from './migrate.js';
 
 export type { JobLedger, SlotsQuery } from './slots.js';
 

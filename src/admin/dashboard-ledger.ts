@@ -4,12 +4,11 @@ import { quotedTable } from '../dialects/common/quote.js';
 import { resolveCronSlots } from '../core/cron-slots.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { slotLedger, type LedgerSlot } from '../core/slot-ledger.js';
-import { expectedSlotsInTurns } from '../core/slot-walk.js';
-import { inStopGap, stopGaps, type Declaration } from '../core/stop-gaps.js';
-import { DASHBOARD_PAGE_JOBS } from './dashboard-jobs.js';
+import { expectedSlotsInTurns, inStopGap, stopGaps, type Declaration } from '../core/slot-walk.js';
+import { DASHBOARD_PAGE_JOBS } from './dashboard-reads.js';
 import { createDeclarationStore } from './declarations.js';
 import type { ScheduleStore } from './job-schedules.js';
-import { readPauseIntervalsOfJobs } from './pause-reads.js';
+import { readPauseIntervalsOfJobs } from './controls.js';
 import {
   DECLARE_EVERY_MS,
   DECLARER_DEAD_AFTER_MS,

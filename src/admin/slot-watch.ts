@@ -1,18 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
-import { EARLY_CALL_TOLERANCE_MS, type CronSlots } from '../core/cron-slots.js';
+import { EARLY_CALL_TOLERANCE_MS, type CronSlots, processTimeZone } from '../core/cron-slots.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { messageOf } from '../core/errors.js';
-import { processTimeZone } from '../core/process-time-zone.js';
 import type { GuardEvents } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
 import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
 import { spreadOffsetMs } from '../core/spread.js';
 import { createDeclarationStore, type DeclarationStore } from './declarations.js';
 import type { ScheduleStore } from './job-schedules.js';
-import { readPauseIntervals } from './pause-reads.js';
-import { PreviousRunReader } from './previous-runs.js';
+import { readPauseIntervals } from './controls.js';
+import { PreviousRunReader } from './history.js';
 import { DECLARE_EVERY_MS, readUnslottedRuns } from './slots.js';
 
 /** A schedule this guard runs a job on. */

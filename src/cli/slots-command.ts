@@ -1,8 +1,7 @@
 import type { Guard } from '../guard/create-guard.js';
-import type { LedgerSlot } from '../core/slot-ledger.js';
+import { type LedgerSlot, SLOT_OUTCOMES, type SlotOutcome } from '../core/slot-ledger.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
 import { formatTable, printable } from './format.js';
-import { SLOT_OUTCOMES, type SlotOutcome } from '../core/slot-ledger.js';
 import { formatTime } from '../core/time-text.js';
 import { assertKnownJob, timeArgument } from './arguments.js';
 

@@ -4,8 +4,7 @@ import { TriggerPoll, type TriggerAnswer, type TriggerRequest } from '../integra
 import { describeValue } from '../core/describe-value.js';
 import type { AcquireRequest, Dialect, TableNames } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
-import { storableText } from '../core/error-text.js';
-import { GuardError, messageOf } from '../core/errors.js';
+import { storableText, GuardError, messageOf } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
 import type { JobFunction } from '../core/execute.js';
 import { validateJobName, type ResolvedJob } from '../core/job-options.js';

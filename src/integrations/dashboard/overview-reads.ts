@@ -1,6 +1,5 @@
-import { DASHBOARD_PAGE_JOBS, type JobNamesQuery } from '../../admin/dashboard-jobs.js';
+import { DASHBOARD_PAGE_JOBS, type JobNamesQuery, type RecentRuns } from '../../admin/dashboard-reads.js';
 import type { RecentJobSlots, RecentSlots } from '../../admin/dashboard-ledger.js';
-import type { RecentRuns } from '../../admin/dashboard-reads.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord } from '../../admin/run-record.js';
 import { jobProblems } from './job-summary.js';
