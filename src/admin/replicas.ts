@@ -1,9 +1,8 @@
 import { sql, type Kysely } from 'kysely';
-import type { Dialect, TableNames } from '../core/dialect.js';
+import type { Dialect, GuardContext, TableNames } from '../core/dialect.js';
 import { quotedTable } from '../dialects/common/quote.js';
 import { toDate } from './run-record.js';
 import { GuardError } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
 import { packageVersionOrUnknown, readSchemaVersions, type SchemaVersions } from './versions.js';
 
 /** One row of `<prefix>replicas`: which cronguard version a replica (its `lockedBy`) runs. */
@@ -87,14 +86,6 @@ export const REPLICA_REFRESH_MS = 3_600_000;
 /** After a failed write (database down, permissions), when to try again. */
 const RETRY_AFTER_FAILURE_MS = 60_000;
 
-export interface ReplicaPresenceParts {
-  readonly db: Kysely<unknown>;
-  readonly dialect: Dialect;
-  readonly tables: TableNames;
-  readonly lockedBy: string;
-  readonly logger: Logger;
-}
-
 /**
  * Records which cronguard version this guard runs, in `<prefix>replicas` under its `lockedBy`, so
  * that `locks`, `doctor` and `versions` can say which replica runs which version during a rolling
@@ -108,7 +99,7 @@ export interface ReplicaPresenceParts {
  * checked again at the next refresh.
  */
 export class ReplicaPresence {
-  readonly #parts: ReplicaPresenceParts;
+  readonly #context: GuardContext;
   readonly #table: ReplicaTable;
   /** performance.now() before which there is nothing to do. */
   #dueAt = Number.NEGATIVE_INFINITY;
@@ -116,9 +107,9 @@ export class ReplicaPresence {
   #written = false;
   #toldOutdated = false;
 
-  constructor(parts: ReplicaPresenceParts) {
-    this.#parts = parts;
-    this.#table = createReplicaTable(parts.db, parts.dialect, parts.tables);
+  constructor(context: GuardContext) {
+    this.#context = context;
+    this.#table = createReplicaTable(context.db, context.dialect, context.tables);
   }
 
   noteActivity(): void {
@@ -131,7 +122,7 @@ export class ReplicaPresence {
 
   /** Returns when to write next. Never rejects: a failure of this bookkeeping is no failure of the guard's. */
   async #write(): Promise<number> {
-    const { db, dialect, tables, lockedBy, logger } = this.#parts;
+    const { db, dialect, tables, lockedBy, logger } = this.#context;
     try {
       const { database, code } = await readSchemaVersions(db, dialect, tables);
       if (database < code) {

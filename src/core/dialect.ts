@@ -10,6 +10,23 @@ export type DialectName = 'postgres' | 'mysql' | 'sqlite';
 /** What a server that refuses writes is (`Dialect.readOnlyKind`). */
 export type ReadOnlyKind = 'standby' | 'server';
 
+/**
+ * A guard's database and identity, made once by the guard and handed whole to what works on its
+ * tables beside the runs: the administration, the slot watch, the replica presence, the operator
+ * controls.
+ */
+export interface GuardContext {
+  readonly db: Kysely<unknown>;
+  readonly dialect: Dialect;
+  readonly tables: TableNames;
+  readonly lockedBy: string;
+  readonly logger: Logger;
+  /** Whether runs write history rows (the `history` option). */
+  readonly history: boolean;
+  /** True once the guard is shut down: its pool is ended (or ending). */
+  isClosed(): boolean;
+}
+
 export interface TableNames {
   /** PostgreSQL schema from a `schema.prefix` table prefix. */
   readonly schema: string | undefined;

@@ -5,7 +5,7 @@ import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.j
 import { GuardEvents } from '../core/events.js';
 import { Runner } from '../core/runner.js';
 import type { ResolvedGuardOptions } from './guard-options.js';
-import type { AcquireOutcome, AcquireRequest, BatchedAcquire, LockStore } from '../core/dialect.js';
+import type { AcquireOutcome, AcquireRequest, BatchedAcquire, GuardContext, LockStore } from '../core/dialect.js';
 import type { ResolvedJob } from '../core/job-options.js';
 
 /**
@@ -17,19 +17,14 @@ import type { ResolvedJob } from '../core/job-options.js';
 export function createGuardRunner(
   resolved: ResolvedGuardOptions,
   opened: OpenedDatabase,
+  context: GuardContext,
   afterExecuted: () => void,
 ): { runner: Runner; events: GuardEvents; schemaGate: SchemaGate } {
   const { dialect, tables } = resolved;
   const events = new GuardEvents(resolved.logger);
   // Records this replica's cronguard version beside its lockedBy, rarely, after the locks it takes
   // (a losing acquire still writes nothing).
-  const presence = new ReplicaPresence({
-    db: opened.db,
-    dialect,
-    tables,
-    lockedBy: resolved.lockedBy,
-    logger: resolved.logger,
-  });
+  const presence = new ReplicaPresence(context);
   events.on('acquired', () => presence.noteActivity());
   const settings = {
     native: resolved.preparedStatements ? opened.native : undefined,
