@@ -17,7 +17,7 @@ export type { DatabaseInput, KyselyLike } from './dialects/connect.js';
 export type { PostgresPoolLike } from './dialects/postgres/dialect.js';
 export type { MysqlPoolLike } from './dialects/mysql/dialect.js';
 export type { SqliteDatabaseLike } from './dialects/sqlite/dialect.js';
-export { guarded, setDefaultGuard } from './integrations/decorators/default-guard.js';
+export { guarded, setDefaultGuard } from './integrations/decorators/guarded.js';
 export type { GuardedDecorator } from './integrations/decorators/guarded.js';
 export type { HistoryQuery, HistoryPage } from './admin/history.js';
 export type { RunRecord, RunStatus } from './admin/run-record.js';

@@ -8,8 +8,9 @@ import {
   createDashboardReader,
   type RecentRuns,
   type RunDetail,
+  createDashboardLedgerReader,
+  type RecentSlots,
 } from './dashboard-reads.js';
-import { createDashboardLedgerReader, type RecentSlots } from './dashboard-ledger.js';
 import { packageVersionOrUnknown, hasOperatorControls, hasSlotLedger, readSchemaVersions } from './versions.js';
 import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis, diagnoseLedger } from './doctor.js';
 import { createHistoryReader, type HistoryPage, type HistoryQuery, createPruner } from './history.js';

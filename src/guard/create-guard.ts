@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
-import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
+import { createGuardedDecorator, type GuardedDecorator, RUNNER, type RunnerHost } from '../integrations/decorators/guarded.js';
 import { Administration, type JobLedger, type MigrationReport, type SlotsQuery, type VersionReport } from '../admin/administration.js';
 import { ConnectionWarmUp, openConnections } from '../integrations/node-cron/connection-warm-up.js';
 import type { DashboardHandler, DashboardOptions } from '../integrations/dashboard/dashboard.js';
@@ -19,7 +19,6 @@ import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
 import { validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
 import type { ResolvedJobRunner, Runner } from '../core/runner.js';
-import { RUNNER, type RunnerHost } from '../integrations/decorators/default-guard.js';
 import { UNSCHEDULED } from '../core/run-request.js';
 import { GuardControls } from './guard-controls.js';
 import { guardDashboard, OperatedGuard } from './operated-guard.js';

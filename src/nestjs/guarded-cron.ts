@@ -1,8 +1,7 @@
 import { Cron } from '@nestjs/schedule';
-import { lateBoundRunner } from '../integrations/decorators/default-guard.js';
+import { lateBoundRunner, createGuardedDecorator } from '../integrations/decorators/guarded.js';
 import { GuardError } from '../core/errors.js';
 import { checkJobOptions, type JobOptions } from '../core/job-options.js';
-import { createGuardedDecorator } from '../integrations/decorators/guarded.js';
 import type { Guard } from '../guard/create-guard.js';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { DiscoveryService } from '@nestjs/core';

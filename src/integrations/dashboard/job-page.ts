@@ -8,7 +8,7 @@ import { CSRF_FIELD } from './http.js';
 import { formatDuration, formatTime } from '../../core/time-text.js';
 import { html, segment, type Html, page, type PageContext, SLOT_MARKS, slotCounts, unrunStretches } from './html.js';
 import { diagnose, jobProblems, outcomeBadge, problemList, stateDetail } from './job-summary.js';
-import type { RecentJobSlots } from '../../admin/dashboard-ledger.js';
+import type { RecentJobSlots } from '../../admin/dashboard-reads.js';
 import { MAX_SLOT_MARKS, timeline } from './timeline.js';
 import { STRIP_RUNS } from './overview-reads.js';
 

@@ -1,5 +1,10 @@
-import { DASHBOARD_PAGE_JOBS, type JobNamesQuery, type RecentRuns } from '../../admin/dashboard-reads.js';
-import type { RecentJobSlots, RecentSlots } from '../../admin/dashboard-ledger.js';
+import {
+  DASHBOARD_PAGE_JOBS,
+  type JobNamesQuery,
+  type RecentRuns,
+  type RecentJobSlots,
+  type RecentSlots,
+} from '../../admin/dashboard-reads.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord } from '../../admin/run-record.js';
 import { jobProblems } from './job-summary.js';
