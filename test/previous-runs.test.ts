@@ -3,7 +3,7 @@
 // together, and their questions go as one statement (issue 19): read here on every dialect.
 import { sql, type CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { PreviousRunReader } from '../src/admin/previous-runs.js';
+import { PreviousRunReader } from '../src/admin/history.js';
 import { quotedTable } from '../src/dialects/common/quote.js';
 import { dialectOfUrl } from '../src/dialects/connect.js';
 import { resolveTableNames } from '../src/dialects/table-names.js';

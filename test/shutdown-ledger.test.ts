@@ -4,7 +4,7 @@
 // with kill -9 stopped nothing: its slots are missed. Replicas in their own OS processes, the CLI
 // through the real binary, on every dialect.
 import { describe, expect as expectPure, it } from 'vitest';
-import { stopGaps } from '../src/core/stop-gaps.js';
+import { stopGaps } from '../src/core/slot-walk.js';
 import { databaseUrl, uniquePrefix } from './support/dialects.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { schedule as scheduleTask } from 'node-cron';
 import { describe, expect, it } from 'vitest';
 import { createGuard, type Guard } from '../src/index.js';
-import { RUNNER } from '../src/core/runner-host.js';
+import { RUNNER } from '../src/integrations/decorators/guarded.js';
 import { resolveCronSlots } from '../src/core/cron-slots.js';
 import { SlotFires } from '../src/integrations/node-cron/slot-fires.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';

@@ -28,7 +28,7 @@ describe("the process's time zone", () => {
   ])('TZ=$tz is $zone, with $warnings warning(s) however often it is asked', async ({ tz, zone, warnings }) => {
     assertBuilt();
     const script = `
-      const { processTimeZone } = await import(${JSON.stringify(`${repoRoot}dist/src/core/process-time-zone.js`)});
+      const { processTimeZone } = await import(${JSON.stringify(`${repoRoot}dist/src/core/cron-slots.js`)});
       const warned = [];
       const logger = { debug() {}, info() {}, warn: (m) => warned.push(m), error() {} };
       const zones = [processTimeZone(logger), processTimeZone(logger), processTimeZone()];

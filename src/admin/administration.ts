@@ -1,28 +1,29 @@
-import type { Kysely } from 'kysely';
-import type { Dialect, TableNames } from '../core/dialect.js';
+import type { GuardContext } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
-import type { Logger } from '../core/logger.js';
-import { createJobListReader, DASHBOARD_PAGE_JOBS, type JobNamesQuery } from './dashboard-jobs.js';
-import { createDashboardLedgerReader, type RecentSlots } from './dashboard-ledger.js';
-import { createDashboardReader, type RecentRuns, type RunDetail } from './dashboard-reads.js';
-import { packageVersionOrUnknown } from '../core/package-version.js';
-import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis } from './doctor.js';
-import { diagnoseLedger } from './doctor-ledger.js';
-import { createHistoryReader, type HistoryPage, type HistoryQuery } from './history.js';
+import {
+  createJobListReader,
+  DASHBOARD_PAGE_JOBS,
+  type JobNamesQuery,
+  createDashboardReader,
+  type RecentRuns,
+  type RunDetail,
+  createDashboardLedgerReader,
+  type RecentSlots,
+} from './dashboard-reads.js';
+import { packageVersionOrUnknown, hasOperatorControls, hasSlotLedger, readSchemaVersions } from './versions.js';
+import { diagnoseJob, PROBLEM_WINDOW_MS, RUNS_PER_JOB, type JobDiagnosis, diagnoseLedger } from './doctor.js';
+import { createHistoryReader, type HistoryPage, type HistoryQuery, createPruner } from './history.js';
 import { createScheduleStore, type ScheduleStore } from './job-schedules.js';
 import { createLockReader, type LockRecord, type UnlockAudit, type UnlockedLock } from './locks.js';
 import { runMigrations, type MigrationReport } from './migrate.js';
-import { createPruner } from './prune.js';
-import { createReplicaTable, type ReplicaRecord, type ReplicaTable } from './replicas.js';
-import { hasOperatorControls, hasSlotLedger, readSchemaVersions } from './schema-version.js';
-import { holderVersion, type VersionReport } from './version-report.js';
-
-export type { VersionReport } from './version-report.js';
-export type { SchemaVersions } from './schema-version.js';
-export type { MigrationReport } from './migrate.js';
+import { createReplicaTable, holderVersion, type ReplicaRecord, type ReplicaTable, type VersionReport } from './replicas.js';
 import { SlotWatch } from './slot-watch.js';
 import { createSlotsReader, type JobLedger, type SlotsQuery } from './slots.js';
+
+export type { VersionReport } from './replicas.js';
+export type { SchemaVersions } from './versions.js';
+export type { MigrationReport } from './migrate.js';
 
 export type { JobLedger, SlotsQuery } from './slots.js';
 
@@ -30,26 +31,14 @@ export type { JobLedger, SlotsQuery } from './slots.js';
 const RETENTION_INTERVAL_MS = 3_600_000;
 const RETENTION_MAX_BATCHES = 10;
 
-/** What the admin methods of a guard work on. */
-export interface AdministrationParts {
-  readonly db: Kysely<unknown>;
-  readonly dialect: Dialect;
-  readonly tables: TableNames;
-  readonly logger: Logger;
-  /** `historyRetention` in ms; undefined: no background pruning. */
-  readonly retentionMs: number | undefined;
-  /** True once the guard is shut down: its pool is ended (or ending). */
-  readonly isClosed: () => boolean;
-  /** What the slot ledger's live side needs from the guard's runs (see SlotWatch). */
-  readonly slotWatch: { events: GuardEvents; lockedBy: string; history: boolean; track(work: Promise<unknown>): void };
-}
-
 /**
  * A guard's history, locks, unlock, doctor, prune and migrate: the reads and maintenance writes
  * beside the runs. The `Guard` validates the arguments and delegates here.
  */
 export class Administration {
-  readonly #parts: AdministrationParts;
+  readonly #context: GuardContext;
+  /** `historyRetention` in ms; undefined: no background pruning. */
+  readonly #retentionMs: number | undefined;
   readonly #readHistory: ReturnType<typeof createHistoryReader>;
   readonly #lockReader: ReturnType<typeof createLockReader>;
   readonly #prune: ReturnType<typeof createPruner>;
@@ -67,29 +56,26 @@ export class Administration {
   /** The tables were seen with the operator controls (migration 004); see #hasControls. */
   #controlsPresent = false;
 
-  constructor(parts: AdministrationParts) {
-    this.#parts = parts;
-    this.#readHistory = createHistoryReader(parts.db, parts.dialect, parts.tables);
-    this.#lockReader = createLockReader(parts.db, parts.dialect, parts.tables);
-    this.#prune = createPruner(parts.db, parts.dialect, parts.tables);
-    this.#dashboardReader = createDashboardReader(parts.db, parts.dialect, parts.tables);
-    this.#jobNames = createJobListReader(parts.db, parts.dialect, parts.tables);
-    this.#replicas = createReplicaTable(parts.db, parts.dialect, parts.tables);
-    this.schedules = createScheduleStore(parts.db, parts.dialect, parts.tables);
-    this.#readSlots = createSlotsReader(parts.db, parts.dialect, parts.tables, this.schedules, () => this.#lockReader.now());
-    this.#recentSlots = createDashboardLedgerReader(parts.db, parts.dialect, parts.tables, this.schedules, () => this.#lockReader.now());
-    const { db, dialect, tables, logger, isClosed } = parts;
-    this.slotWatch = new SlotWatch({
-      db,
-      dialect,
-      tables,
-      logger,
-      isClosed,
-      schedules: this.schedules,
-      ...parts.slotWatch,
-    });
+  /**
+   * `events` and `track`: the guard's runs, which the slot watch follows after each win (see
+   * SlotWatch) and whose follow-up work shutdown waits for.
+   */
+  constructor(context: GuardContext, retentionMs: number | undefined, events: GuardEvents, track: (work: Promise<unknown>) => void) {
+    this.#context = context;
+    this.#retentionMs = retentionMs;
+    const { db, dialect, tables } = context;
+    this.#readHistory = createHistoryReader(db, dialect, tables);
+    this.#lockReader = createLockReader(db, dialect, tables);
+    this.#prune = createPruner(db, dialect, tables);
+    this.#dashboardReader = createDashboardReader(db, dialect, tables);
+    this.#jobNames = createJobListReader(db, dialect, tables);
+    this.#replicas = createReplicaTable(db, dialect, tables);
+    this.schedules = createScheduleStore(db, dialect, tables);
+    this.#readSlots = createSlotsReader(db, dialect, tables, this.schedules, () => this.#lockReader.now());
+    this.#recentSlots = createDashboardLedgerReader(db, dialect, tables, this.schedules, () => this.#lockReader.now());
+    this.slotWatch = new SlotWatch(context, this.schedules, events, track);
     // After each win, off the acquire path: the guard's own `acquired` event.
-    parts.slotWatch.events.on('acquired', ({ job, runId, slot }) => this.slotWatch.acquired(job, runId, slot));
+    events.on('acquired', ({ job, runId, slot }) => this.slotWatch.acquired(job, runId, slot));
   }
 
   slots(query: SlotsQuery | undefined): Promise<JobLedger[]> {
@@ -114,7 +100,7 @@ export class Administration {
   /** The schema version of the tables and of this code, and the replicas' cronguard versions. */
   versions(): Promise<VersionReport> {
     return this.#reading(async () => {
-      const schema = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+      const schema = await readSchemaVersions(this.#context.db, this.#context.dialect, this.#context.tables);
       const replicas: ReplicaRecord[] = await this.#replicas.list();
       const holders = (await this.#lockReader.list(hasOperatorControls(schema))).filter((lock) => lock.state === 'held');
       return {
@@ -158,7 +144,7 @@ export class Administration {
   /** Deletes a job's lock row and declared schedule (its history stays); refused while its lock is held. */
   forget(job: string, audit: UnlockAudit): Promise<'forgotten' | 'held' | 'unknown'> {
     return this.#reading(async () => {
-      const versions = await readSchemaVersions(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+      const versions = await readSchemaVersions(this.#context.db, this.#context.dialect, this.#context.tables);
       return this.#lockReader.forget(job, hasOperatorControls(versions) ? audit : undefined, hasSlotLedger(versions));
     }, 'forget');
   }
@@ -216,7 +202,7 @@ export class Administration {
 
   async migrate(): Promise<MigrationReport> {
     this.#assertOpen('migrate');
-    const versions = await runMigrations(this.#parts.db, this.#parts.dialect, this.#parts.tables);
+    const versions = await runMigrations(this.#context.db, this.#context.dialect, this.#context.tables);
     // The tables this call migrated have the controls: history() and locks() need not read the version.
     if (hasOperatorControls(versions)) this.#controlsPresent = true;
     return versions;
@@ -224,11 +210,11 @@ export class Administration {
 
   /** With historyRetention, prunes in the background at most once an hour; never delays the job. */
   pruneByRetention(): void {
-    const retentionMs = this.#parts.retentionMs;
+    const retentionMs = this.#retentionMs;
     if (retentionMs === undefined || performance.now() - this.#prunedAt < RETENTION_INTERVAL_MS) return;
     this.#prunedAt = performance.now();
     this.#prune(new Date(Date.now() - retentionMs), RETENTION_MAX_BATCHES).catch((error: unknown) => {
-      this.#parts.logger.error(`Pruning the run history failed: ${messageOf(error)}`);
+      this.#context.logger.error(`Pruning the run history failed: ${messageOf(error)}`);
     });
   }
 
@@ -237,7 +223,7 @@ export class Administration {
    * the driver says about a destroyed pool.
    */
   #assertOpen(method: string): void {
-    if (this.#parts.isClosed()) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
+    if (this.#context.isClosed()) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
   }
 
   /**
@@ -248,7 +234,7 @@ export class Administration {
    */
   async #hasControls(): Promise<boolean> {
     if (this.#controlsPresent) return true;
-    const { db, dialect, tables } = this.#parts;
+    const { db, dialect, tables } = this.#context;
     this.#controlsPresent = hasOperatorControls(await readSchemaVersions(db, dialect, tables));
     return this.#controlsPresent;
   }
@@ -259,7 +245,7 @@ export class Administration {
     try {
       return await read();
     } catch (cause) {
-      if (!this.#parts.dialect.isMissingTable(cause)) throw cause;
+      if (!this.#context.dialect.isMissingTable(cause)) throw cause;
       throw new GuardError('TABLE_MISSING', 'The cronguard tables do not exist; run `cronguard migrate` or `await guard.migrate()`', {
         cause,
       });

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
-import type { Declaration } from '../core/stop-gaps.js';
+import type { Declaration } from '../core/slot-walk.js';
 import { toDate } from './run-record.js';
 
 /** At most this many jobs per statement: 3 bound values each, far below every server's limit. */

@@ -4,7 +4,8 @@ import { describeValue } from '../core/describe-value.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
 import { validateJobName } from '../core/job-options.js';
-import { RUN_STATUSES, runRecordColumns, toRunRecord, type RunRecord, type RunRow, type RunStatus } from './run-record.js';
+import { RUN_STATUSES, runRecordColumns, toRunRecord, type RunRecord, type RunRow, type RunStatus, toDate } from './run-record.js';
+import { TickBatcher } from '../core/tick-batch.js';
 
 /** Which runs `guard.history()` returns, newest first. */
 export interface HistoryQuery {
@@ -99,4 +100,129 @@ function decodeCursor(cursor: string): { startedAt: Date; id: string } {
     // Reported below.
   }
   throw new TypeError(`Expected \`before\` to be the \`next\` cursor of a history page, got ${describeValue(cursor)}`);
+}
+
+/** The newest run of a job with a slot before a given one: what the slot ledger's live side compares with. */
+export interface PreviousRun {
+  readonly slot: Date;
+  readonly status: string;
+  readonly startedAt: Date;
+  readonly finishedAt: Date | null;
+  readonly lockUntil: Date | null;
+}
+
+interface PreviousRunQuestion {
+  readonly job: string;
+  readonly before: Date;
+}
+
+interface PreviousRunRow {
+  i: number | string;
+  slot: Date | string;
+  status: string;
+  started_at: Date | string;
+  finished_at: Date | string | null;
+  lock_until: Date | string | null;
+}
+
+/**
+ * Reads, for a job just won, the newest run before its slot (SlotWatch's gap check). The wins of
+ * one tick ask in the same turn of the event loop, and their questions go as one statement
+ * (core/tick-batch.ts): one read per tick, not one per job won.
+ */
+export class PreviousRunReader {
+  readonly #db: Kysely<unknown>;
+  readonly #dialect: Dialect;
+  readonly #runs: RawBuilder<unknown>;
+  readonly #batcher: TickBatcher<PreviousRunQuestion, PreviousRun | null>;
+
+  constructor(db: Kysely<unknown>, dialect: Dialect, runs: RawBuilder<unknown>) {
+    this.#db = db;
+    this.#dialect = dialect;
+    this.#runs = runs;
+    this.#batcher = new TickBatcher({
+      one: async (question) => (await this.#read([question]))[0] ?? null,
+      many: (questions) => this.#read(questions),
+      afterFailure: 'alone',
+    });
+  }
+
+  /** The newest run of `job` with a slot before `before` (skipped rows aside), or null for a job's first. */
+  previousRun(job: string, before: Date): Promise<PreviousRun | null> {
+    return this.#batcher.send({ job, before }, job);
+  }
+
+  /**
+   * One statement for all the questions: per job the one-row read of the (job_name, slot) index,
+   * newest first, as a derived table (the form every dialect accepts with its own ORDER BY and
+   * LIMIT), numbered and joined by UNION ALL. A job with no earlier run has no row.
+   */
+  async #read(questions: readonly PreviousRunQuestion[]): Promise<(PreviousRun | null)[]> {
+    const { reads } = this.#dialect;
+    const columns = sql.raw(
+      [
+        `${reads.time('slot')} AS slot`,
+        'status',
+        `${reads.time('started_at')} AS started_at`,
+        `${reads.time('finished_at')} AS finished_at`,
+        `${reads.time('lock_until')} AS lock_until`,
+      ].join(', '),
+    );
+    const parts = questions.map(
+      ({ job, before }, index) => sql`SELECT ${sql.lit(index)} AS i, q.* FROM (
+        SELECT ${columns} FROM ${this.#runs}
+         WHERE job_name = ${job} AND slot < ${reads.timeParameter(before)} AND status <> 'skipped'
+         ORDER BY slot DESC LIMIT 1) q`,
+    );
+    const { rows } = await sql<PreviousRunRow>`${sql.join(parts, sql` UNION ALL `)}`.execute(this.#db);
+    const answers: (PreviousRun | null)[] = questions.map(() => null);
+    for (const row of rows) {
+      answers[Number(row.i)] = {
+        slot: toDate(row.slot),
+        status: row.status,
+        startedAt: toDate(row.started_at),
+        finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+        lockUntil: row.lock_until === null ? null : toDate(row.lock_until),
+      };
+    }
+    return answers;
+  }
+}
+
+/** Rows deleted by one statement: short enough not to hold locks for long. */
+export const PRUNE_BATCH_SIZE = 1_000;
+
+/**
+ * Deletes runs that started before `cutoff`, in batches of at most PRUNE_BATCH_SIZE, up to
+ * `maxBatches` of them. Keeps the newest run of each job (so that "when did it last run" always has
+ * an answer) and every `running` row (doctor reports those). Returns how many rows went.
+ */
+export function createPruner(db: Kysely<unknown>, dialect: Dialect, tables: TableNames) {
+  const runs = sql.raw(quotedTable(tables, 'runs', dialect.quote));
+  return async function prune(cutoff: Date, maxBatches = Number.POSITIVE_INFINITY): Promise<number> {
+    const before = dialect.reads.timeParameter(cutoff);
+    let deleted = 0;
+    for (let batch = 0; batch < maxBatches; batch += 1) {
+      // "Newer" orders like the history (started_at, then id), so that runs started in the same
+      // millisecond still leave exactly one newest. A skip (recordSkips) is never the newer run
+      // that lets a real one go: losers write theirs just after the winner starts, and the job's
+      // newest real run must stay.
+      // The ids are chosen in a derived table: MySQL refuses a DELETE whose subquery reads the
+      // table it deletes from, and a LIMIT inside IN (…), unless the subquery is materialised.
+      const result = await sql`DELETE FROM ${runs} WHERE id IN (
+        SELECT id FROM (
+          SELECT r.id FROM ${runs} r
+           WHERE r.started_at < ${before} AND r.status <> 'running'
+             AND EXISTS (SELECT 1 FROM ${runs} n WHERE n.job_name = r.job_name
+                           AND (n.status <> 'skipped' OR r.status = 'skipped')
+                           AND (n.started_at > r.started_at OR (n.started_at = r.started_at AND n.id > r.id)))
+           LIMIT ${PRUNE_BATCH_SIZE}
+        ) batch
+      )`.execute(db);
+      const count = Number(result.numAffectedRows ?? 0n);
+      deleted += count;
+      if (count < PRUNE_BATCH_SIZE) break;
+    }
+    return deleted;
+  };
 }

@@ -4,7 +4,7 @@ import { quotedTable } from '../dialects/common/quote.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { toDate } from './run-record.js';
 import { migrationNumber } from '../../migrations/index.js';
-import { readSchemaVersions } from './schema-version.js';
+import { readSchemaVersions } from './versions.js';
 
 /** A job's schedule as a replica declares it. */
 export interface JobSchedule {

@@ -1,13 +1,22 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
+import {
+  Migrator,
+  type Kysely,
+  type Migration,
+  type MigrationResultSet,
+  type DatabaseIntrospector,
+  type SchemaMetadata,
+  type TableMetadata,
+  sql,
+} from 'kysely';
 import type { MigrationContext } from '../../migrations/context.js';
 import { baseMigrations, schemaMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { GuardError, messageOf } from '../core/errors.js';
 import { withMigrationLease, withoutKyselyMigrationLock } from './migration-lease.js';
-import { withOwnTablesIntrospection } from './own-tables-introspection.js';
-import { assertWritable, readOnlyMigration } from './writable-check.js';
-import { appliedSchemaMigrations, readSchemaVersions, type SchemaVersions } from './schema-version.js';
+import { appliedSchemaMigrations, readSchemaVersions, type SchemaVersions } from './versions.js';
+import { readOnlyDatabaseError } from '../core/read-only.js';
+import { quotedTable } from '../dialects/common/quote.js';
 
 /**
  * How long a migration that keeps losing races with other processes is retried. By time, not by
@@ -179,4 +188,96 @@ function migrationFailed(error: unknown): GuardError {
   return new GuardError('MIGRATION_FAILED', `Migrating the cronguard tables failed: ${messageOf(error)}`, {
     cause: error,
   });
+}
+
+type FindTables = NonNullable<Dialect['findTables']>;
+
+/**
+ * Kysely's `DatabaseIntrospector` answering about this guard's own tables only (`names`, in
+ * `schema`), through the dialect's targeted read, for Kysely's migrator: it asks
+ * `introspection.getTables()` whether its ledger and lock tables exist, and checks only the name
+ * and the schema of what it gets.
+ */
+class OwnTablesIntrospector implements DatabaseIntrospector {
+  constructor(
+    private readonly db: Kysely<unknown>,
+    private readonly findTables: FindTables,
+    private readonly schema: string | undefined,
+    private readonly names: readonly string[],
+  ) {}
+
+  // The migrator asks whether the ledger's schema exists: one read of pg_namespace, which resolves
+  // no other relation's name, so Kysely's own answer is safe.
+  getSchemas(): Promise<SchemaMetadata[]> {
+    return this.db.introspection.getSchemas();
+  }
+
+  getTables(): Promise<TableMetadata[]> {
+    return this.findTables(this.db, this.schema, this.names);
+  }
+
+  async getMetadata(): Promise<{ tables: TableMetadata[] }> {
+    return { tables: await this.getTables() };
+  }
+}
+
+/**
+ * `db` as Kysely's `Migrator` is given it: the same instance, whose `introspection` answers about
+ * this guard's own tables (`names` in `schema`) by the dialect's `findTables`, where it has one
+ * (PostgreSQL, MySQL; elsewhere `db` itself). Kysely's PostgreSQL introspector reads every schema
+ * and fails when another app's DDL runs at the same instant (postgres/schema.ts says how); its
+ * MySQL one reads every table of the database, seconds beside a few hundred (mysql/schema.ts).
+ *
+ * A Proxy, not a subclass or a dialect wrapper: the instance may be the app's own (a `Kysely` it
+ * passed as `database`), built with a dialect and a driver the guard cannot reach, and Kysely
+ * keeps them in a private field, so no second instance sharing its connections can be built
+ * through the public API. The migrator reads `db.introspection` on the instance it is given only;
+ * every other member (`schema`, `withPlugin`, `connection()`, `getExecutor()`) is the instance's
+ * own, called on the instance itself (its methods read its private fields).
+ */
+export function withOwnTablesIntrospection(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  schema: string | undefined,
+  names: readonly string[],
+): Kysely<unknown> {
+  const { findTables } = dialect;
+  if (findTables === undefined) return db;
+  const introspector = new OwnTablesIntrospector(db, findTables.bind(dialect), schema, names);
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === 'introspection') return introspector;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/**
+ * The `READ_ONLY_DATABASE` error for a migration the server refused as read-only, else undefined.
+ * Asks the server which kind it is, to say so (a failed ask leaves both named).
+ */
+export async function readOnlyMigration(db: Kysely<unknown>, dialect: Dialect, error: unknown): Promise<GuardError | undefined> {
+  if (!dialect.isReadOnly(error)) return undefined;
+  const kind = await dialect.readOnlyKind?.(db).catch(() => undefined);
+  return readOnlyDatabaseError('Migrating the cronguard tables failed', kind, error);
+}
+
+/**
+ * Rejects with the driver's read-only error where the server refuses writes to the lock table. On tables
+ * that are up to date, a migration writes nothing, so a standby or a read-only server would pass
+ * `migrate()` ("tables are up to date") and fail every acquire after: this write fails there.
+ * Without a lock table (the first migrate), the migration's CREATE TABLE fails the same way.
+ */
+export async function assertWritable(db: Kysely<unknown>, dialect: Dialect, tables: TableNames): Promise<void> {
+  const locks = sql.raw(quotedTable(tables, 'locks', dialect.quote));
+  try {
+    // Changes no row and takes no row lock (no row matches), but is a write: PostgreSQL rejects
+    // it in a read-only transaction (a standby is one), MySQL under read_only for a user without
+    // the privilege to bypass it, as it would the acquire.
+    await sql`UPDATE ${locks} SET name = name WHERE 1 = 0`.execute(db);
+  } catch (error) {
+    // Rethrown as it is: runMigrations says READ_ONLY_DATABASE for it (readOnlyMigration).
+    if (!dialect.isMissingTable(error)) throw error;
+  }
 }

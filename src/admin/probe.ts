@@ -1,8 +1,7 @@
 import { sql, type Kysely } from 'kysely';
-import type { Dialect, DialectName, TableNames } from '../core/dialect.js';
+import type { Dialect, DialectName, TableNames, ServerFacts } from '../core/dialect.js';
 import { describeValue } from '../core/describe-value.js';
 import { messageOf } from '../core/errors.js';
-import type { ServerFacts } from '../core/server-facts.js';
 import { quotedTable } from '../dialects/common/quote.js';
 import { dialectOfUrl } from '../dialects/connect.js';
 import { toDate } from './run-record.js';

@@ -1,18 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
-import { EARLY_CALL_TOLERANCE_MS, type CronSlots } from '../core/cron-slots.js';
-import type { Dialect, TableNames } from '../core/dialect.js';
+import { EARLY_CALL_TOLERANCE_MS, type CronSlots, processTimeZone } from '../core/cron-slots.js';
+import type { GuardContext } from '../core/dialect.js';
 import { messageOf } from '../core/errors.js';
-import { processTimeZone } from '../core/process-time-zone.js';
 import type { GuardEvents } from '../core/events.js';
-import type { Logger } from '../core/logger.js';
 import { expectedSlots, lateAfterMs, slotLedger } from '../core/slot-ledger.js';
 import { spreadOffsetMs } from '../core/spread.js';
 import { createDeclarationStore, type DeclarationStore } from './declarations.js';
 import type { ScheduleStore } from './job-schedules.js';
-import { readPauseIntervals } from './pause-reads.js';
-import { PreviousRunReader } from './previous-runs.js';
+import { readPauseIntervals } from './controls.js';
+import { PreviousRunReader } from './history.js';
 import { DECLARE_EVERY_MS, readUnslottedRuns } from './slots.js';
 
 /** A schedule this guard runs a job on. */
@@ -25,22 +23,6 @@ export interface WatchedSchedule {
   readonly catchUpMs: number | null;
   /** The `spread` window in ms, or null: its runs start the job's offset inside it after their slot. */
   readonly spreadMs: number | null;
-}
-
-export interface SlotWatchParts {
-  readonly db: Kysely<unknown>;
-  readonly dialect: Dialect;
-  readonly tables: TableNames;
-  readonly schedules: ScheduleStore;
-  readonly events: GuardEvents;
-  readonly logger: Logger;
-  readonly lockedBy: string;
-  /** Whether wins write history rows: live detection reads them. */
-  readonly history: boolean;
-  /** Work shutdown waits for. */
-  track(work: Promise<unknown>): void;
-  /** Once the guard is shut down, the hourly declarations stop. */
-  isClosed(): boolean;
 }
 
 interface Watched {
@@ -57,7 +39,12 @@ interface Watched {
  * event with the slots, `missed_slots` on the winner's run row, one warning per gap).
  */
 export class SlotWatch {
-  readonly #parts: SlotWatchParts;
+  readonly #context: GuardContext;
+  /** The declared schedules (the jobs table). */
+  readonly #schedules: ScheduleStore;
+  readonly #events: GuardEvents;
+  /** Keeps the watch's own work (the reads after a win, the declarations) in flight: shutdown waits for it. */
+  readonly #track: (work: Promise<unknown>) => void;
   readonly #watched = new Map<string, Watched>();
   readonly #runs: ReturnType<typeof sql.raw>;
   readonly #previousRuns: PreviousRunReader;
@@ -72,11 +59,14 @@ export class SlotWatch {
   /** Declares every watched schedule again, hourly, from the first declaration on. */
   #refresh: NodeJS.Timeout | undefined;
 
-  constructor(parts: SlotWatchParts) {
-    this.#parts = parts;
-    this.#runs = sql.raw(quotedTable(parts.tables, 'runs', parts.dialect.quote));
-    this.#previousRuns = new PreviousRunReader(parts.db, parts.dialect, this.#runs);
-    this.#declarations = createDeclarationStore(parts.db, parts.dialect, parts.tables);
+  constructor(context: GuardContext, schedules: ScheduleStore, events: GuardEvents, track: (work: Promise<unknown>) => void) {
+    this.#context = context;
+    this.#schedules = schedules;
+    this.#events = events;
+    this.#track = track;
+    this.#runs = sql.raw(quotedTable(context.tables, 'runs', context.dialect.quote));
+    this.#previousRuns = new PreviousRunReader(context.db, context.dialect, this.#runs);
+    this.#declarations = createDeclarationStore(context.db, context.dialect, context.tables);
   }
 
   /**
@@ -88,7 +78,7 @@ export class SlotWatch {
   async recordStop(): Promise<void> {
     clearInterval(this.#refresh);
     if (this.#declaredJobs.size === 0) return;
-    const { dialect, logger } = this.#parts;
+    const { dialect, logger } = this.#context;
     try {
       await this.#declarations.stop([...this.#declaredJobs], this.#instanceId);
     } catch (error) {
@@ -137,14 +127,14 @@ export class SlotWatch {
     const at = slot.getTime();
     const lateAfter = lateAfterMs(cron.fireAfter(slot).getTime() - at, spreadOffsetMs(job, watched.schedule.spreadMs));
     const delayMs = Date.now() - at;
-    if (delayMs > lateAfter) this.#parts.events.emit('late', { job, runId, slot, delayMs, lateAfterMs: lateAfter });
+    if (delayMs > lateAfter) this.#events.emit('late', { job, runId, slot, delayMs, lateAfterMs: lateAfter });
     const previous = cron.slotAt(new Date(at - 1_000)).getTime();
     const ranPrevious = watched.lastTaken === previous;
     watched.lastTaken = Math.max(at, Number.isNaN(watched.lastTaken) ? at : watched.lastTaken);
-    if (ranPrevious || !this.#parts.history) return;
-    this.#parts.track(
+    if (ranPrevious || !this.#context.history) return;
+    this.#track(
       this.#findGap(watched.schedule, runId, slot).catch((error: unknown) => {
-        this.#parts.logger.error(`Looking for slots job "${job}" missed before ${slot.toISOString()} failed: ${messageOf(error)}`);
+        this.#context.logger.error(`Looking for slots job "${job}" missed before ${slot.toISOString()} failed: ${messageOf(error)}`);
       }),
     );
   }
@@ -166,7 +156,7 @@ export class SlotWatch {
     const firstFire = cron.fireAfter(new Date());
     const newest = cron.slotAt(new Date(firstFire.getTime() - 1 - EARLY_CALL_TOLERANCE_MS));
     const work = async (): Promise<void> => {
-      const last = await this.#parts.schedules.lastSlot(job);
+      const last = await this.#schedules.lastSlot(job);
       const now = Date.now();
       if (last === null || newest <= last || now - newest.getTime() > windowMs) return;
       // The newest slot is missed when a slot before it was missed too (the replicas were all
@@ -176,7 +166,7 @@ export class SlotWatch {
       if (!gapBefore && now - newest.getTime() <= lateAfter) return;
       await run(newest);
     };
-    this.#parts.track(work().catch((error: unknown) => this.#parts.logger.error(`Catching up job "${job}" failed: ${messageOf(error)}`)));
+    this.#track(work().catch((error: unknown) => this.#context.logger.error(`Catching up job "${job}" failed: ${messageOf(error)}`)));
   }
 
   /**
@@ -194,21 +184,21 @@ export class SlotWatch {
     const previous = schedule.cron.slotAt(new Date(slot.getTime() - 1_000));
     if (settledUpTo >= previous.getTime() || Date.now() - previous.getTime() > schedule.catchUpMs) return;
     try {
-      const last = await this.#parts.schedules.lastSlot(job);
+      const last = await this.#schedules.lastSlot(job);
       if (last === null || last >= previous) return;
       await run(previous);
     } catch (error) {
-      this.#parts.logger.error(`Catching up job "${job}" after a gap failed: ${messageOf(error)}`);
+      this.#context.logger.error(`Catching up job "${job}" after a gap failed: ${messageOf(error)}`);
     }
   }
 
   /** Marks a run as the catch-up of a missed slot (off the hot path). */
   markCatchUp(runId: string): void {
-    if (!this.#parts.history) return;
-    this.#parts.track(
-      sql`UPDATE ${this.#runs} SET catch_up = ${this.#parts.dialect.name === 'postgres' ? true : 1} WHERE id = ${runId}`
-        .execute(this.#parts.db)
-        .catch((error: unknown) => this.#parts.logger.error(`Marking run ${runId} as a catch-up failed: ${messageOf(error)}`)),
+    if (!this.#context.history) return;
+    this.#track(
+      sql`UPDATE ${this.#runs} SET catch_up = ${this.#context.dialect.name === 'postgres' ? true : 1} WHERE id = ${runId}`
+        .execute(this.#context.db)
+        .catch((error: unknown) => this.#context.logger.error(`Marking run ${runId} as a catch-up failed: ${messageOf(error)}`)),
     );
   }
 
@@ -217,7 +207,8 @@ export class SlotWatch {
    * previous-runs.ts): the slots between them that its lock did not cover went unrun.
    */
   async #findGap(schedule: WatchedSchedule, runId: string, slot: Date): Promise<void> {
-    const { db, dialect, events, logger } = this.#parts;
+    const { db, dialect, logger } = this.#context;
+    const events = this.#events;
     const run = await this.#previousRuns.previousRun(schedule.name, slot);
     // A job's first run has nothing before it to have missed.
     if (run === null) return;
@@ -229,11 +220,11 @@ export class SlotWatch {
     if (unrun.length === 0) return;
     // Slots that fell while the job was paused were not missed, nor those a run without a slot (a
     // manual trigger still running) held off: two more reads, only when a gap was found.
-    const pauses = await readPauseIntervals(db, dialect, this.#parts.tables, schedule.name, previous, slot);
+    const pauses = await readPauseIntervals(db, dialect, this.#context.tables, schedule.name, previous, slot);
     const manual = await readUnslottedRuns(
       db,
       dialect,
-      this.#parts.tables,
+      this.#context.tables,
       schedule.name,
       new Date(previous.getTime() - Math.max(schedule.lockAtMostForMs, schedule.lockAtLeastForMs)),
       slot,
@@ -264,8 +255,9 @@ export class SlotWatch {
   }
 
   #declare(watched: readonly WatchedSchedule[]): void {
-    const { schedules, lockedBy, logger, dialect } = this.#parts;
-    if (this.#parts.isClosed()) {
+    const { lockedBy, logger, dialect } = this.#context;
+    const schedules = this.#schedules;
+    if (this.#context.isClosed()) {
       clearInterval(this.#refresh);
       return;
     }
@@ -282,7 +274,7 @@ export class SlotWatch {
       spreadMs: schedule.spreadMs,
     }));
     const names = declared.map(({ name }) => name);
-    this.#parts.track(
+    this.#track(
       schedules.declare(declared, lockedBy).then(
         async () => {
           this.#declareFailed = false;

@@ -13,12 +13,11 @@ import {
   type LedgerSlot,
   type SlotOutcome,
 } from '../core/slot-ledger.js';
-import { expectedSlotsInTurns } from '../core/slot-walk.js';
+import { expectedSlotsInTurns, inStopGap, stopGaps, type StopGap } from '../core/slot-walk.js';
 import { spreadOffsetMs } from '../core/spread.js';
-import { inStopGap, stopGaps, type StopGap } from '../core/stop-gaps.js';
 import { createDeclarationStore } from './declarations.js';
 import { pointInTime } from './history.js';
-import { readPauseIntervals } from './pause-reads.js';
+import { readPauseIntervals } from './controls.js';
 import type { DeclaredSchedule, ScheduleStore } from './job-schedules.js';
 import { toDate } from './run-record.js';
 

@@ -1,6 +1,6 @@
+import { formatTable, oneLine, printable } from './format.js';
 import type { Guard } from '../guard/create-guard.js';
 import type { RunStatus } from '../admin/run-record.js';
-import { formatTable, oneLine, printable } from './format.js';
 import { formatDuration, formatTime } from '../core/time-text.js';
 import { defaultActor, didYouMean, assertKnownJob, unknownJobError, UsageError } from './arguments.js';
 

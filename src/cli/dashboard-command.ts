@@ -2,9 +2,9 @@ import { createServer, type RequestListener } from 'node:http';
 import { isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import type { Guard } from '../guard/create-guard.js';
-import { parseHost } from '../integrations/dashboard/allowed-hosts.js';
-import { printable } from './format.js';
+import { parseHost } from '../integrations/dashboard/http.js';
 import { UsageError, type CommandOutput } from './commands.js';
+import { printable } from './format.js';
 
 /** The options of `cronguard dashboard`. */
 export interface DashboardCommandOptions {

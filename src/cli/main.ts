@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { printable } from './format.js';
-import { packageVersion } from '../core/package-version.js';
 import type { CommandOptions } from './commands.js';
+import { printable } from './format.js';
+import { packageVersion } from '../admin/versions.js';
 import { didYouMean, fail } from './arguments.js';
 
 const USAGE = `Usage: cronguard <command> [options]

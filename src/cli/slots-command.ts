@@ -1,15 +1,12 @@
 import type { Guard } from '../guard/create-guard.js';
-import type { LedgerSlot } from '../core/slot-ledger.js';
+import { type LedgerSlot, SLOT_OUTCOMES, type SlotOutcome } from '../core/slot-ledger.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
 import { formatTable, printable } from './format.js';
-import type { SlotOutcome } from '../core/slot-ledger.js';
 import { formatTime } from '../core/time-text.js';
 import { assertKnownJob, timeArgument } from './arguments.js';
 
-/** Outcomes listed per slot; the others are only counted. */
-const LISTED: ReadonlySet<SlotOutcome> = new Set<SlotOutcome>(['missed', 'late', 'failed', 'cancelled', 'overlapped', 'paused']);
-/** The summary's count columns, in this order (every outcome of core/slot-ledger.ts's SLOT_OUTCOMES, in the order a reader scans). */
-const COUNTED: readonly SlotOutcome[] = ['succeeded', 'late', 'missed', 'overlapped', 'paused', 'failed', 'cancelled', 'running'];
+/** Outcomes listed per slot (all but a success and a run still going); the others are only counted. */
+const LISTED: ReadonlySet<SlotOutcome> = new Set(SLOT_OUTCOMES.filter((outcome) => outcome !== 'succeeded' && outcome !== 'running'));
 /** At most this many slots are listed per job in the text output (--json has them all). */
 const MAX_LISTED = 50;
 
@@ -35,12 +32,12 @@ export async function slotsCommand(guard: Guard, options: CommandOptions): Promi
     };
   }
   const summary = formatTable(
-    ['job', 'schedule', 'slots', ...COUNTED, 'since', 'until'],
+    ['job', 'schedule', 'slots', ...SLOT_OUTCOMES, 'since', 'until'],
     ledgers.map((ledger) => [
       ledger.job + (ledger.retired ? ' (retired)' : ''),
       `${ledger.expression}${ledger.timezone === null ? '' : ` ${ledger.timezone}`}`,
       String(ledger.slots.length) + (ledger.truncated ? ' (newest)' : ''),
-      ...COUNTED.map((outcome) => String(ledger.counts[outcome])),
+      ...SLOT_OUTCOMES.map((outcome) => String(ledger.counts[outcome])),
       formatTime(ledger.since),
       ledger.stoppedAt === null ? formatTime(ledger.until) : `${formatTime(ledger.until)} (stopped)`,
     ]),

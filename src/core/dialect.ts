@@ -1,7 +1,6 @@
 import type { Kysely, RawBuilder, TableMetadata } from 'kysely';
 import type { LockStore } from './lock-store.js';
 import type { Logger } from './logger.js';
-import type { ServerFacts } from './server-facts.js';
 
 export type { AcquireOutcome, AcquireRequest, BatchedAcquire, BatchedRelease, LockStore, RunOutcome } from './lock-store.js';
 
@@ -10,6 +9,23 @@ export type DialectName = 'postgres' | 'mysql' | 'sqlite';
 /** The tables of one guard, from its `tablePrefix`. Names are validated identifiers, unquoted. */
 /** What a server that refuses writes is (`Dialect.readOnlyKind`). */
 export type ReadOnlyKind = 'standby' | 'server';
+
+/**
+ * A guard's database and identity, made once by the guard and handed whole to what works on its
+ * tables beside the runs: the administration, the slot watch, the replica presence, the operator
+ * controls.
+ */
+export interface GuardContext {
+  readonly db: Kysely<unknown>;
+  readonly dialect: Dialect;
+  readonly tables: TableNames;
+  readonly lockedBy: string;
+  readonly logger: Logger;
+  /** Whether runs write history rows (the `history` option). */
+  readonly history: boolean;
+  /** True once the guard is shut down: its pool is ended (or ending). */
+  isClosed(): boolean;
+}
 
 export interface TableNames {
   /** PostgreSQL schema from a `schema.prefix` table prefix. */
@@ -260,4 +276,48 @@ export interface OpenSettings {
    * acquire longer). See `LockStoreSettings.acquireTimeoutMs` for the bound every pool kind gets.
    */
   readonly acquireTimeoutMs: number;
+}
+
+/**
+ * What a dialect reads about the server a guard is given, for `guard.probe()` (admin/probe.ts):
+ * facts only; the probe decides what each means for the guard's promises.
+ */
+export interface ServerFacts {
+  /** The server and its version, e.g. "PostgreSQL 16.4", "MariaDB 10.11.6", "SQLite 3.46.1". */
+  readonly version: string;
+  /** Settings the guard's statements depend on, as the server reports them (isolation, sql_mode, journal mode). */
+  readonly settings: Readonly<Record<string, string>>;
+  /** Why the server refuses writes (a standby in recovery, `read_only`), or undefined when it accepts them. */
+  readonly readOnly: string | undefined;
+  /**
+   * Whether the guard's statements run inside a transaction that outlives them (a Kysely
+   * transaction passed as `database`, a connection with autocommit off): their lock rows are then
+   * invisible to the other replicas until that transaction ends, and PostgreSQL's `now()` stands
+   * still. Undefined where it cannot be read.
+   */
+  readonly insideTransaction: boolean | undefined;
+  /**
+   * Whether the connections go through a pooler that hands each transaction a different server
+   * session (PgBouncer in transaction mode). Undefined where the dialect cannot tell (no pool of
+   * the driver's to test with) or has no such poolers.
+   */
+  readonly transactionPooling: boolean | undefined;
+  /** The replication or cluster the server is part of, when it says so. */
+  readonly cluster: ClusterFacts | undefined;
+}
+
+export interface ClusterFacts {
+  /**
+   * `galera`: MariaDB Galera (multi-primary, certification at commit); `group-replication`: MySQL
+   * group replication; `streaming-standbys`: a PostgreSQL primary with standbys attached.
+   */
+  readonly kind: 'galera' | 'group-replication' | 'streaming-standbys';
+  /** Nodes (or standbys) the server counts. */
+  readonly members: number;
+  /** Whether the node accepts the guard's statements now (Galera's `wsrep_ready`). */
+  readonly ready: boolean;
+  /** PostgreSQL: whether every standby confirms commits synchronously; undefined elsewhere or unknown. */
+  readonly synchronous: boolean | undefined;
+  /** The server's own words: status variables, replication states. */
+  readonly detail: string;
 }

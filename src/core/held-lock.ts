@@ -1,6 +1,5 @@
 import type { AcquireRequest, RunOutcome } from './dialect.js';
-import { errorText, storableText } from './error-text.js';
-import { GuardError, messageOf } from './errors.js';
+import { errorText, storableText, GuardError, messageOf } from './errors.js';
 import type { ExecutionHooks, ExtendOutcome } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock, SUCCEEDED, type LockClaim } from './release.js';

@@ -3,7 +3,7 @@ import type { GuardEvents } from './events.js';
 import type { ResolvedDefaults } from './job-options.js';
 import type { Logger } from './logger.js';
 import type { ReleaseBatcher } from './acquire-batch.js';
-import type { ReleasedLocks } from './released-locks.js';
+import type { ReleasedLocks } from './runner-bookkeeping.js';
 
 /** Calls a job inside its run's context (its OpenTelemetry span), and returns what it returned. */
 export type RunContext = <T>(runId: string, job: () => T) => T;

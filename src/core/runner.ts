@@ -1,18 +1,15 @@
 import { LockAcquirer } from './acquire.js';
 import { ReleaseBatcher } from './acquire-batch.js';
-import { executionStorage } from './current-execution.js';
+import { executionStorage, Execution } from './execution-context.js';
 import { GuardError, messageOf } from './errors.js';
 import { endingOf, shutdownReason, type JobFunction } from './execute.js';
-import { Execution } from './execution-context.js';
 import { isHeld, SUCCEEDED_ENDING, type HeldLock } from './held-lock.js';
-import { InFlight } from './in-flight.js';
+import { InFlight, ReleasedLocks, UnslottedWarning } from './runner-bookkeeping.js';
 import { resolveJob, type JobOptions, type ResolvedJob } from './job-options.js';
-import { ReleasedLocks } from './released-locks.js';
 import type { LockSite, RunDependencies } from './run-dependencies.js';
 import type { RunRequest } from './run-request.js';
 import type { RunResult, Skip } from './run-result.js';
 import { withTimeout } from './timeout.js';
-import { UnslottedWarning } from './unslotted-warning.js';
 
 /**
  * What the integrations that run a job in this process (the decorators, `guard.schedule`,

@@ -1,23 +1,19 @@
 import type { CronSlots } from './cron-slots.js';
 
 /**
- * What became of one expected slot. `late`: a run that succeeded, but started more than lateAfter
- * after its slot. `overlapped`: no run, because the lock was still held (the previous run, or its
- * lockAtLeastFor) when the slot came. `missed`: no replica ran it. `paused`: no run, because the
- * job was paused (by hand or by auto-pause) when the slot came.
+ * What became of one expected slot, every outcome in the order a reader scans them (the CLI's count
+ * columns, the keys of a ledger's `counts`). `late`: a run that succeeded, but started more than
+ * lateAfter after its slot. `overlapped`: no run, because the lock was still held (the previous run,
+ * or its lockAtLeastFor) when the slot came. `missed`: no replica ran it. `paused`: no run, because
+ * the job was paused (by hand or by auto-pause) when the slot came.
  */
-export type SlotOutcome = 'succeeded' | 'failed' | 'cancelled' | 'running' | 'overlapped' | 'paused' | 'late' | 'missed';
+export const SLOT_OUTCOMES = ['succeeded', 'late', 'missed', 'overlapped', 'paused', 'failed', 'cancelled', 'running'] as const;
 
-export const SLOT_OUTCOMES: readonly SlotOutcome[] = [
-  'succeeded',
-  'failed',
-  'cancelled',
-  'running',
-  'overlapped',
-  'paused',
-  'late',
-  'missed',
-];
+/** One of {@link SLOT_OUTCOMES}. */
+export type SlotOutcome = (typeof SLOT_OUTCOMES)[number];
+
+/** The outcomes of a slot no run took. */
+export type UnrunOutcome = Extract<SlotOutcome, 'missed' | 'overlapped'>;
 
 /**
  * A history row as the ledger reads it: a run or a recorded skip of a slotted execution, or a run

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { describeValue } from '../core/describe-value.js';
 import type { Dialect, OpenSettings } from '../core/dialect.js';
-import { introspectorName } from './common/kysely-dialect.js';
+import { introspectorName } from './common/kysely.js';
 import { mysqlDialect } from './mysql/dialect.js';
 import { postgresDialect } from './postgres/dialect.js';
 import { sqliteDialect } from './sqlite/dialect.js';

@@ -1,26 +1,24 @@
 import type { Kysely } from 'kysely';
 import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import { openDatabase } from '../dialects/connect.js';
-import { createGuardedDecorator, type GuardedDecorator } from '../integrations/decorators/guarded.js';
+import { createGuardedDecorator, type GuardedDecorator, RUNNER, type RunnerHost } from '../integrations/decorators/guarded.js';
 import { Administration, type JobLedger, type MigrationReport, type SlotsQuery, type VersionReport } from '../admin/administration.js';
 import { ConnectionWarmUp, openConnections } from '../integrations/node-cron/connection-warm-up.js';
 import type { DashboardHandler, DashboardOptions } from '../integrations/dashboard/dashboard.js';
 import { createRunCoordinator, type CoordinatorOptions } from '../integrations/node-cron/coordinator.js';
 import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/schedule.js';
 import { SlotFires } from '../integrations/node-cron/slot-fires.js';
-import type { DialectName } from '../core/dialect.js';
+import type { DialectName, GuardContext } from '../core/dialect.js';
 import { parseDuration } from '../core/duration.js';
 import { GuardError } from '../core/errors.js';
 import type { GuardEventMap, GuardEventName, GuardEvents } from '../core/events.js';
 import type { JobFunction } from '../core/execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
-import { createGuardRunner } from './guard-runner.js';
-import type { SchemaGate } from './schema-gated-lock-store.js';
+import { createGuardRunner, type SchemaGate } from './guard-runner.js';
 import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
 import { validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
 import type { ResolvedJobRunner, Runner } from '../core/runner.js';
-import { RUNNER, type RunnerHost } from '../core/runner-host.js';
 import { UNSCHEDULED } from '../core/run-request.js';
 import { GuardControls } from './guard-controls.js';
 import { guardDashboard, OperatedGuard } from './operated-guard.js';
@@ -64,32 +62,12 @@ export class Guard extends OperatedGuard implements RunnerHost {
     });
     // Built before `this` exists, for the methods OperatedGuard holds. A run that executed
     // (whatever started it) may start the hourly retention prune.
-    const { runner, events, schemaGate } = createGuardRunner(resolved, opened, () => admin.pruneByRetention());
-    const isClosed = (): boolean => runner.closed;
-    // The resolved options carry the dialect, tables, logger and retention it needs.
-    const admin = new Administration({
-      ...resolved,
-      db: opened.db,
-      isClosed,
-      slotWatch: {
-        events,
-        lockedBy: resolved.lockedBy,
-        history: resolved.history,
-        track: (work) => void runner.track(work),
-      },
-    });
-    const { tables, lockedBy, logger, history, controlPollIntervalMs: pollIntervalMs } = resolved;
-    const operator = new GuardControls({
-      db: opened.db,
-      dialect,
-      tables,
-      native: opened.native,
-      lockedBy,
-      logger,
-      history,
-      pollIntervalMs,
-      isClosed,
-    });
+    const { tables, lockedBy, logger, history } = resolved;
+    // What works on the guard's tables beside the runs gets this one object.
+    const context: GuardContext = { db: opened.db, dialect, tables, lockedBy, logger, history, isClosed: () => runner.closed };
+    const { runner, events, schemaGate } = createGuardRunner(resolved, opened, context, () => admin.pruneByRetention());
+    const admin = new Administration(context, resolved.retentionMs, events, (work) => void runner.track(work));
+    const operator = new GuardControls(context, opened.native, resolved.controlPollIntervalMs);
     super(admin, operator);
     this.#admin = admin;
     this.#operator = operator;
@@ -125,11 +103,11 @@ export class Guard extends OperatedGuard implements RunnerHost {
         probeOptions,
       );
     // A "run now" request goes through the runner like any run, with the trigger on its request.
-    operator.attach({
+    operator.attach(
       events,
-      track: (work) => runner.track(work),
-      runTriggered: (job, fn, trigger) => this.#jobs.runResolved(job, fn, { slot: null, trigger }),
-    });
+      (work) => runner.track(work),
+      (job, fn, trigger) => this.#jobs.runResolved(job, fn, { slot: null, trigger }),
+    );
   }
 
   /** The guard's runner for validated jobs, for this package's integrations only; a decorated job with `cron` declares its schedule. @internal */

@@ -1,11 +1,9 @@
-import type { Kysely } from 'kysely';
 import { createControlStore, type ControlRecord, type ControlStore, type PauseState } from '../admin/controls.js';
 import { TriggerPoll, type TriggerAnswer, type TriggerRequest } from '../integrations/triggers/trigger-poll.js';
 import { describeValue } from '../core/describe-value.js';
-import type { AcquireRequest, Dialect, TableNames } from '../core/dialect.js';
+import type { AcquireRequest, GuardContext } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
-import { storableText } from '../core/error-text.js';
-import { GuardError, messageOf } from '../core/errors.js';
+import { storableText, GuardError, messageOf } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
 import type { JobFunction } from '../core/execute.js';
 import { validateJobName, type ResolvedJob } from '../core/job-options.js';
@@ -53,25 +51,9 @@ export type RunTriggered = (
   trigger: NonNullable<AcquireRequest['trigger']>,
 ) => Promise<RunResult<unknown>>;
 
-/** What a guard's controls work on. */
-export interface GuardControlsParts {
-  readonly db: Kysely<unknown>;
-  readonly dialect: Dialect;
-  readonly tables: TableNames;
-  /** The driver's pool when the guard has it: PostgreSQL listens on a connection of its own from it. */
-  readonly native: unknown;
-  readonly lockedBy: string;
-  readonly logger: Logger;
-  readonly history: boolean;
-  readonly pollIntervalMs: number;
-  /** True once the guard is shut down: its pool is ended (or ending). */
-  readonly isClosed: () => boolean;
-}
-
-/** What the guard hands over once its runs' environment exists. */
-export interface GuardControlsWiring {
+/** The guard's runs as the controls see them (`GuardControls.attach`). */
+interface GuardRuns {
   readonly events: GuardEvents;
-  /** Keeps the guard's own follow-up of a run (the auto-pause count) in flight: shutdown waits for it. */
   readonly track: <T>(work: Promise<T>) => Promise<T>;
   readonly runTriggered: RunTriggered;
 }
@@ -92,10 +74,11 @@ const MAX_AUDIT_LIMIT = 1_000;
  * auto-pause. The arguments are validated here: a `TypeError` names the option and the value.
  */
 export class GuardControls {
-  readonly #parts: GuardControlsParts;
+  readonly #context: GuardContext;
   readonly #store: ControlStore;
   readonly #poll: TriggerPoll;
-  #wiring: GuardControlsWiring | undefined;
+  /** The guard's runs, attached once they exist (`attach`). */
+  #runs: GuardRuns | undefined;
   /** The jobs with autoPause this guard ran. */
   readonly #autoPaused = new Map<string, ResolvedJob>();
   /** Their runs under way, by run id, until released: a failed one is then counted. */
@@ -103,36 +86,45 @@ export class GuardControls {
   #watchingFailures = false;
   #warnedNoHistory = false;
 
-  constructor(parts: GuardControlsParts) {
-    this.#parts = parts;
-    this.#store = createControlStore(parts.db, parts.dialect, parts.tables);
-    const { dialect, tables, native } = parts;
+  /**
+   * `native`: the driver's pool when the guard has it (PostgreSQL listens on a connection of its own
+   * from it); `pollIntervalMs`: `controlPollInterval`.
+   */
+  constructor(context: GuardContext, native: unknown, pollIntervalMs: number) {
+    this.#context = context;
+    const { dialect, tables, logger } = context;
+    this.#store = createControlStore(context.db, dialect, tables);
     this.#poll = new TriggerPoll({
-      intervalMs: parts.pollIntervalMs,
-      logger: parts.logger,
+      intervalMs: pollIntervalMs,
+      logger,
       pending: () => this.#store.pendingTriggers(),
       isReadOnly: (error) => dialect.isReadOnly(error),
       ...(dialect.listenForTriggers === undefined
         ? {}
         : {
             listen: (wake: () => void, lost: (error: unknown) => void) =>
-              dialect.listenForTriggers?.(native, tables, wake, lost, parts.logger) ?? Promise.resolve(undefined),
+              dialect.listenForTriggers?.(native, tables, wake, lost, logger) ?? Promise.resolve(undefined),
           }),
     });
   }
 
   /** The guard's logger, for what works beside the controls (the dashboard's errors). */
   get logger(): Logger {
-    return this.#parts.logger;
+    return this.#context.logger;
   }
 
-  attach(wiring: GuardControlsWiring): void {
-    this.#wiring = wiring;
+  /**
+   * Attaches the guard's runs once they exist: their `events`, `track` (keeps the guard's own
+   * follow-up of a run, the auto-pause count, in flight: shutdown waits for it) and how a "run now"
+   * request runs.
+   */
+  attach(events: GuardEvents, track: <T>(work: Promise<T>) => Promise<T>, runTriggered: RunTriggered): void {
+    this.#runs = { events, track, runTriggered };
   }
 
-  get #wired(): GuardControlsWiring {
-    if (this.#wiring === undefined) throw new Error('cronguard: the controls were used before the guard wired them');
-    return this.#wiring;
+  get #wired(): GuardRuns {
+    if (this.#runs === undefined) throw new Error('cronguard: the controls were used before the guard wired them');
+    return this.#runs;
   }
 
   async pause(name: string, options: PauseOptions = {}): Promise<PauseState> {
@@ -189,9 +181,9 @@ export class GuardControls {
   /** Before a run of a job with autoPause: from now on its failed runs are counted, each once released. */
   countFailures(job: ResolvedJob): void {
     if (job.autoPauseAfterFailures === undefined) return;
-    if (!this.#parts.history) {
+    if (!this.#context.history) {
       if (!this.#warnedNoHistory) {
-        this.#parts.logger.warn(
+        this.#context.logger.warn(
           `Job "${job.name}" has autoPause, which counts failed runs in the run history: with \`history: false\` it never pauses`,
         );
       }
@@ -224,7 +216,7 @@ export class GuardControls {
   }
 
   async #answer(job: ResolvedJob, fn: JobFunction<unknown>, request: TriggerRequest): Promise<TriggerAnswer> {
-    const { logger } = this.#parts;
+    const { logger } = this.#context;
     // Recorded as manual, with who asked, before the job's own code runs.
     const manual: JobFunction<unknown> = async (ctx) => {
       await this.#store.markManual(ctx.runId, request.by).catch((error: unknown) => {
@@ -252,12 +244,12 @@ export class GuardControls {
       const reason = storableText(
         `auto-paused after ${failures} failed runs in a row; the last failed with: ${messageOf(error)}`.slice(0, MAX_TEXT_LENGTH),
       );
-      const by = this.#parts.lockedBy;
+      const by = this.#context.lockedBy;
       if (!(await this.#store.autoPause(job.name, by, reason))) return;
-      this.#parts.logger.warn(`Job "${job.name}" was ${reason}. No replica runs it until \`cronguard resume\` or guard.resume()`);
+      this.#context.logger.warn(`Job "${job.name}" was ${reason}. No replica runs it until \`cronguard resume\` or guard.resume()`);
       this.#wired.events.emit('paused', { job: job.name, by, reason, until: null, auto: true });
     } catch (cause) {
-      this.#parts.logger.error(`Counting the failed runs of job "${job.name}" for autoPause failed: ${messageOf(cause)}`);
+      this.#context.logger.error(`Counting the failed runs of job "${job.name}" for autoPause failed: ${messageOf(cause)}`);
     }
   }
 
@@ -269,7 +261,7 @@ export class GuardControls {
     try {
       return await work;
     } catch (cause) {
-      if (!this.#parts.dialect.isMissingTable(cause)) throw cause;
+      if (!this.#context.dialect.isMissingTable(cause)) throw cause;
       throw new GuardError('TABLE_MISSING', 'The cronguard tables do not exist; run `cronguard migrate` or `await guard.migrate()`', {
         cause,
       });
@@ -277,11 +269,11 @@ export class GuardControls {
   }
 
   #assertOpen(method: string): void {
-    if (this.#parts.isClosed()) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
+    if (this.#context.isClosed()) throw new GuardError('GUARD_CLOSED', `The guard is shut down; ${method}() is no longer available`);
   }
 
   #by(value: unknown, job: string): string {
-    if (value === undefined) return this.#parts.lockedBy;
+    if (value === undefined) return this.#context.lockedBy;
     if (typeof value === 'string' && value.length > 0 && value.length <= 255) return value;
     throw new TypeError(`Expected \`by\` of job ${JSON.stringify(job)} to be a string of 1 to 255 characters, got ${describeValue(value)}`);
   }

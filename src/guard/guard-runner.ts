@@ -1,11 +1,12 @@
 import type { OpenedDatabase } from '../dialects/connect.js';
-import { ReplicaPresence } from '../admin/replica-presence.js';
-import { hasOperatorControls, readSchemaVersions } from '../admin/schema-version.js';
+import { ReplicaPresence } from '../admin/replicas.js';
+import { hasOperatorControls, readSchemaVersions, type SchemaVersions } from '../admin/versions.js';
 import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
 import { GuardEvents } from '../core/events.js';
 import { Runner } from '../core/runner.js';
 import type { ResolvedGuardOptions } from './guard-options.js';
-import { schemaGatedLockStore, type SchemaGate } from './schema-gated-lock-store.js';
+import type { AcquireOutcome, AcquireRequest, BatchedAcquire, GuardContext, LockStore } from '../core/dialect.js';
+import type { ResolvedJob } from '../core/job-options.js';
 
 /**
  * A guard's runner: its lock store on the opened database, its events (reported to OpenTelemetry
@@ -16,19 +17,14 @@ import { schemaGatedLockStore, type SchemaGate } from './schema-gated-lock-store
 export function createGuardRunner(
   resolved: ResolvedGuardOptions,
   opened: OpenedDatabase,
+  context: GuardContext,
   afterExecuted: () => void,
 ): { runner: Runner; events: GuardEvents; schemaGate: SchemaGate } {
   const { dialect, tables } = resolved;
   const events = new GuardEvents(resolved.logger);
   // Records this replica's cronguard version beside its lockedBy, rarely, after the locks it takes
   // (a losing acquire still writes nothing).
-  const presence = new ReplicaPresence({
-    db: opened.db,
-    dialect,
-    tables,
-    lockedBy: resolved.lockedBy,
-    logger: resolved.logger,
-  });
+  const presence = new ReplicaPresence(context);
   events.on('acquired', () => presence.noteActivity());
   const settings = {
     native: resolved.preparedStatements ? opened.native : undefined,
@@ -55,4 +51,101 @@ export function createGuardRunner(
     afterExecuted,
   });
   return { runner, events, schemaGate: gate };
+}
+
+/** While the tables are older than the operator controls, how often an acquire has the schema version read again. */
+export const SCHEMA_RECHECK_MS = 60_000;
+
+/** The gate's side the guard drives: what its own `migrate()` learnt, and a read ahead of the first fire. */
+export interface SchemaGate {
+  /**
+   * This guard's own `migrate()` answered `versions`: at the controls' version or later, no read is
+   * needed before the first acquire. Returns `versions`.
+   */
+  migrated(versions: SchemaVersions): SchemaVersions;
+  /**
+   * Reads the schema version now, unless it is known or being read: the connection warm-up calls it
+   * a second before a quiet fire, so that the fire's first acquire does not wait for that read.
+   * Resolves once read (never rejects); undefined when the version is known.
+   */
+  prepare(): Promise<void> | undefined;
+}
+
+/**
+ * A lock store that reads the operator's pause only once the tables have its columns (migration
+ * 004): a replica of this version started on tables nobody migrated yet still runs its jobs, as
+ * docs/upgrading.md promises, with the statements of a store that names no pause column
+ * (`without`). The first acquire reads the schema version (one read, no write); while the tables
+ * are older, one acquire a minute reads it again in the background, so the pause takes effect
+ * once `cronguard migrate` has run. A read that fails leaves the choice open: that acquire uses
+ * `withControls` (whose own failure then says what is wrong), and the next one reads again.
+ * Everything but the acquire is the same SQL in both stores and goes to `withControls`.
+ * A guard whose own `migrate()` ran, or whose warm-up read the version before its first fire
+ * (`SchemaGate`), sends its first acquire without waiting for that read: at a quiet schedule's
+ * first fire it was a round trip before the probe.
+ */
+export function schemaGatedLockStore(
+  withControls: LockStore,
+  without: LockStore,
+  hasControls: () => Promise<boolean>,
+): { store: LockStore; gate: SchemaGate } {
+  let known: boolean | undefined;
+  let checkedAt = Number.NEGATIVE_INFINITY;
+  let checking: Promise<boolean | undefined> | undefined;
+  const check = (): Promise<boolean | undefined> => {
+    checking ??= hasControls().then(
+      (has) => {
+        checkedAt = performance.now();
+        // Once the columns are there, they stay: migrations only go forward.
+        known = known === true || has;
+        return known;
+      },
+      () => undefined,
+    );
+    void checking.finally(() => (checking = undefined));
+    return checking;
+  };
+  const storeFor = async (request: AcquireRequest): Promise<LockStore> => {
+    // A trigger exists only on tables that have the controls.
+    if (request.trigger !== undefined || known === true) return withControls;
+    if (known === undefined) return (await check()) === false ? without : withControls;
+    if (performance.now() - checkedAt >= SCHEMA_RECHECK_MS) void check();
+    return without;
+  };
+  const gated: LockStore = {
+    synchronous: withControls.synchronous,
+    async acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome> {
+      return (await storeFor(request)).acquire(job, request);
+    },
+    release: (job, token, outcome) => withControls.release(job, token, outcome),
+    extend: (job, token, durationMs) => withControls.extend(job, token, durationMs),
+    recordSkip: (job, request) => withControls.recordSkip(job, request),
+  };
+  // A batch never holds a trigger, so every acquire in it gets the same store; a store without
+  // batches takes them one by one, as it would have had them alone.
+  if (withControls.acquireMany !== undefined) {
+    gated.acquireMany = async (acquires: readonly BatchedAcquire[]): Promise<AcquireOutcome[]> => {
+      const [first] = acquires;
+      if (first === undefined) return [];
+      const store = await storeFor(first.request);
+      if (store.acquireMany !== undefined) return store.acquireMany(acquires);
+      return Promise.all(acquires.map(({ job, request }) => store.acquire(job, request)));
+    };
+  }
+  const { releaseMany } = withControls;
+  if (releaseMany !== undefined) gated.releaseMany = (releases) => releaseMany.call(withControls, releases);
+  const { cancelAcquires } = withControls;
+  if (cancelAcquires !== undefined) {
+    gated.cancelAcquires = async () => {
+      await Promise.all([cancelAcquires.call(withControls), without.cancelAcquires?.call(without)]);
+    };
+  }
+  const gate: SchemaGate = {
+    migrated: (versions) => {
+      if (hasOperatorControls(versions)) known = true;
+      return versions;
+    },
+    prepare: () => (known === undefined ? check().then(() => undefined) : undefined),
+  };
+  return { store: gated, gate };
 }

@@ -11,8 +11,7 @@ import { createGuard, Guard } from '../guard/create-guard.js';
 import type { DurationInput } from '../core/duration.js';
 import type { GuardOptions } from '../guard/guard-options.js';
 import type { Logger } from '../core/logger.js';
-import { GuardedCronTriggers } from './guarded-cron-triggers.js';
-import { setModuleGuard } from './module-guard.js';
+import { GuardedCronTriggers, setModuleGuard } from './guarded-cron.js';
 
 /** Options of `CronguardModule.forRoot`: the guard's, and what the module does at start-up and shutdown. */
 export interface CronguardModuleOptions extends GuardOptions {

@@ -13,14 +13,6 @@ import {
 } from './statements.js';
 
 /** What the batch release shares with the one-job statements of lock-store.ts. */
-export interface MysqlBatchReleaseParts {
-  /** The quoted lock and run tables. */
-  readonly locks: string;
-  readonly runs: string;
-  readonly history: boolean;
-  readonly statements: LockStatements;
-}
-
 // Text columns of the derived table: converted to utf8mb4 whatever the connection's character set
 // (through a Kysely instance passed in, they arrive as bytes).
 const text = (alias: string): BoundColumn => ({ alias, value: 'CAST(? AS CHAR CHARACTER SET utf8mb4)' });
@@ -46,13 +38,16 @@ const releaseColumns: readonly BoundColumn[] = [
  * lock rows (SELECT … FOR UPDATE, in name order, as every batch locks them), so the rows it found
  * holding this batch's tokens are exactly those the UPDATE then releases; the locks last until
  * COMMIT, two round trips later.
+ *
+ * `locks`, `runs`: the quoted lock and run tables (lock-store.ts's); `history`: whether runs write
+ * history rows.
  */
-export function mysqlBatchReleaser({
-  locks,
-  runs,
-  history,
-  statements,
-}: MysqlBatchReleaseParts): (releases: readonly BatchedRelease[]) => Promise<boolean[]> {
+export function mysqlBatchReleaser(
+  statements: LockStatements,
+  locks: string,
+  runs: string,
+  history: boolean,
+): (releases: readonly BatchedRelease[]) => Promise<boolean[]> {
   // Which of the lock rows still hold this batch's tokens (a token is on one row only, so the two
   // IN lists match each row to its own release). Locked until COMMIT: nothing takes or releases
   // them between this read and the UPDATE. The lock row's primary key gives the name order.

@@ -1,7 +1,7 @@
 import type * as mysql2 from 'mysql2';
 import { MysqlIntrospector } from 'kysely';
 import type { DialectHandles, ReadSql, Dialect } from '../../core/dialect.js';
-import { introspectorIs } from '../common/kysely-dialect.js';
+import { introspectorIs } from '../common/kysely.js';
 import { adoptMysqlKysely, adoptMysqlPool, openMysql } from './connection.js';
 import { mysqlTime } from './statements.js';
 import { createMysqlLockStore } from './lock-store.js';

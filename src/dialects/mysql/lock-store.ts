@@ -295,7 +295,7 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
       acquireOne: (job, request) => store.acquire(job, request),
       takeByCall,
     }),
-    releaseMany: mysqlBatchReleaser({ locks, runs, history, statements }),
+    releaseMany: mysqlBatchReleaser(statements, locks, runs, history),
     ...(statements.cancelAcquires === undefined ? {} : { cancelAcquires: statements.cancelAcquires }),
   };
   return store;

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type TableMetadata } from 'kysely';
 import type { ColumnTypes, MigrationLeaseSql, TableNames } from '../../core/dialect.js';
-import { tablesOfColumns } from '../common/table-metadata.js';
+import { tablesOfColumns } from '../common/kysely.js';
 import { quotedTable } from '../common/quote.js';
 import { createHash } from 'node:crypto';
 

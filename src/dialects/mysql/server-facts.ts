@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely';
-import type { ClusterFacts, ServerFacts } from '../../core/server-facts.js';
+import type { ClusterFacts, ServerFacts } from '../../core/dialect.js';
 
 // One round trip, valid on MySQL 8 and MariaDB 10.11: variables both have under these names.
 // `@@autocommit = 0`: each statement opens a transaction that stays open, hiding the lock rows.

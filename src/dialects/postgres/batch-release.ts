@@ -2,27 +2,21 @@ import type { BatchedRelease } from '../../core/dialect.js';
 import { namedStatement } from '../common/named-parameters.js';
 import type { BatchReleaseValues, StatementRunner } from './statements.js';
 
-/** What the batch release shares with the one-job release of lock-store.ts. */
-export interface BatchReleaseParts {
-  readonly query: StatementRunner['query'];
-  /** The quoted lock and run tables. */
-  readonly locks: string;
-  readonly runs: string;
-  readonly history: boolean;
-}
-
 /**
  * `LockStore.releaseMany` on PostgreSQL: the releases that ended in one turn of the event loop as
  * one statement, the one-job release of lock-store.ts with each parameter an array (`unnest`), one
  * element per release: each lock matched by its own token and kept for its own lockAtLeastFor, each
  * run finished with its own outcome, each answered released or not (the lock was lost).
+ *
+ * `locks`, `runs`: the quoted lock and run tables (lock-store.ts's); `history`: whether runs write
+ * history rows.
  */
-export function batchReleaser({
-  query,
-  locks,
-  runs,
-  history,
-}: BatchReleaseParts): (releases: readonly BatchedRelease[]) => Promise<boolean[]> {
+export function batchReleaser(
+  query: StatementRunner['query'],
+  locks: string,
+  runs: string,
+  history: boolean,
+): (releases: readonly BatchedRelease[]) => Promise<boolean[]> {
   // `mine` locks the rows still held by these tokens in name order before the UPDATE writes them:
   // the batch takes of batch-acquire.ts lock theirs in name order too, so a release and a take that
   // both want two rows (a holder that overran while another replica takes its expired lock) never

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { Kysely, PostgresDialect, PostgresIntrospector } from 'kysely';
 import type { DialectHandles, ReadSql, Dialect } from '../../core/dialect.js';
-import { introspectorIs } from '../common/kysely-dialect.js';
+import { introspectorIs } from '../common/kysely.js';
 import { openPostgres } from './connection.js';
 import { createPostgresLockStore } from './lock-store.js';
 import { postgresMigrationLease, postgresColumnTypes, postgresCurrentSchema, postgresFindTables, postgresReadOnlyKind } from './schema.js';

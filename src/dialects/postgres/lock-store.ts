@@ -258,7 +258,7 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, now(), now(), 0, :lockAtMost
     },
     acquireMany,
     // The releases that end in one turn together (core/acquire-batch.ts): the release over arrays.
-    releaseMany: batchReleaser({ query, locks, runs, history }),
+    releaseMany: batchReleaser(query, locks, runs, history),
     async release(job: ResolvedJob, token: string, outcome: RunOutcome): Promise<boolean> {
       // Without history, :status and :error are not in the statement, nor in its parameters
       // (PostgreSQL cannot type a parameter it never sees).

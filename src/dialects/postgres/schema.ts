@@ -1,6 +1,6 @@
 import { sql, type Kysely, type TableMetadata } from 'kysely';
 import type { ColumnTypes, ReadOnlyKind, MigrationLeaseSql, TableNames } from '../../core/dialect.js';
-import { tablesOfColumns } from '../common/table-metadata.js';
+import { tablesOfColumns } from '../common/kysely.js';
 import { quotedTable } from '../common/quote.js';
 
 /** timestamptz stores UTC instants: no session time zone can shift a lock's expiry. */

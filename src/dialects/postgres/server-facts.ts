@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { CompiledQuery, type Kysely } from 'kysely';
-import type { ClusterFacts, ServerFacts } from '../../core/server-facts.js';
+import type { ClusterFacts, ServerFacts } from '../../core/dialect.js';
 
 // One round trip for what every server answers to any role. `now() <> statement_timestamp()`: now()
 // is the start of the transaction, so it differs from this statement's start only when the

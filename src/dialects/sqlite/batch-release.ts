@@ -10,15 +10,6 @@ import {
   statement,
 } from './statements.js';
 
-/** What the batch release shares with lock-store.ts. */
-export interface BatchReleaseParts {
-  readonly runner: SqliteRunner;
-  /** The quoted lock and run tables. */
-  readonly locks: string;
-  readonly runs: string;
-  readonly history: boolean;
-}
-
 /** A run row a release finishes, as the JSON element the finish statement reads. */
 interface FinishElement {
   readonly token: string;
@@ -34,10 +25,16 @@ interface FinishElement {
  * rows, then the run rows), each job matched by its own token, keeping its own lockAtLeastFor and
  * finishing its own run with its own outcome. The jobs are bound as one JSON text each statement
  * reads with json_each: a bound value, never SQL text, one statement text for any N.
+ *
+ * `locks`, `runs`: the quoted lock and run tables (lock-store.ts's); `history`: whether runs write
+ * history rows.
  */
-export function batchReleaser(parts: BatchReleaseParts): (releases: readonly BatchedRelease[]) => Promise<boolean[]> {
-  const { runner, locks, runs, history } = parts;
-
+export function batchReleaser(
+  runner: SqliteRunner,
+  locks: string,
+  runs: string,
+  history: boolean,
+): (releases: readonly BatchedRelease[]) => Promise<boolean[]> {
   // The one-job release (lock-store.ts) over many rows: matched by name and token only; keeps
   // each lock until its own locked_at + lockAtLeastFor; clearing the token makes a second release
   // match nothing. UPDATE … FROM joins each lock row to its element (on the primary key); a row

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, SqliteIntrospector, type SqliteDatabase } from 'kysely';
 import type { DialectHandles, ReadSql, Dialect } from '../../core/dialect.js';
-import { introspectorIs } from '../common/kysely-dialect.js';
+import { introspectorIs } from '../common/kysely.js';
 import type { LazySqliteDatabase } from './statements.js';
 import { openSqlite } from './connection.js';
 import { createSqliteLockStore } from './lock-store.js';

@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely';
-import type { ServerFacts } from '../../core/server-facts.js';
+import type { ServerFacts } from '../../core/dialect.js';
 import type { LazySqliteDatabase } from './statements.js';
 
 // The library's version and the journal mode: WAL lets the replicas of one host read while one writes.

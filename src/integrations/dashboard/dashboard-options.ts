@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describeValue } from '../../core/describe-value.js';
-import { parseHost, type HostName } from './allowed-hosts.js';
+import { parseHost, type HostName } from './http.js';
 
 /** Options of `guard.dashboard()`. */
 export interface DashboardOptions {

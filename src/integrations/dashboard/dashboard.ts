@@ -7,21 +7,30 @@ import type { JobLedger, SlotsQuery } from '../../admin/slots.js';
 import { GuardError, messageOf } from '../../core/errors.js';
 import { validateJobName } from '../../core/job-options.js';
 import { consoleLogger, type Logger } from '../../core/logger.js';
-import { HostCheck } from './allowed-hosts.js';
+import {
+  HostCheck,
+  CsrfProtection,
+  CSRF_FIELD,
+  readForm,
+  HttpError,
+  notMine,
+  refuseHost,
+  send,
+  sendError,
+  statusOf,
+  newSubmissionKey,
+  Submissions,
+  SUBMISSION_FIELD,
+} from './http.js';
 import { applyControl, CONTROL_NOTICES, CONTROL_PATHS, operatorName, type DashboardControls } from './control-forms.js';
-import { CsrfProtection, CSRF_FIELD } from './csrf.js';
 import { resolveDashboardOptions, type DashboardHandler, type DashboardOptions } from './dashboard-options.js';
-import type { Html } from './html.js';
+import type { Html, PageContext } from './html.js';
 import { axis, FIT_RUNS, jobPage, RANGE_NAMES, RANGES } from './job-page.js';
-import type { PageContext } from './layout.js';
 import { locksPage } from './locks-page.js';
 import { overviewPage } from './overview-page.js';
 import { overviewQuery, readOverview, STRIP_RUNS, type OverviewSource } from './overview-reads.js';
-export type { DashboardHandler, DashboardOptions } from './dashboard-options.js';
-import { readForm } from './request-body.js';
-import { HttpError, notMine, refuseHost, send, sendError, statusOf } from './responses.js';
 import { runPage } from './run-page.js';
-import { newSubmissionKey, Submissions, SUBMISSION_FIELD } from './submissions.js';
+export type { DashboardHandler, DashboardOptions } from './dashboard-options.js';
 
 /** What the dashboard reads and does: the guard's administration. */
 export interface DashboardSource extends OverviewSource {

@@ -4,13 +4,11 @@ import type { JobLedger } from '../../admin/slots.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
 import type { ControlRecord } from '../../admin/controls.js';
 import { auditTable, controlForms } from './control-forms.js';
-import { CSRF_FIELD } from './csrf.js';
+import { CSRF_FIELD } from './http.js';
 import { formatDuration, formatTime } from '../../core/time-text.js';
-import { html, segment, type Html } from './html.js';
+import { html, segment, type Html, page, type PageContext, SLOT_MARKS, slotCounts, unrunStretches } from './html.js';
 import { diagnose, jobProblems, outcomeBadge, problemList, stateDetail } from './job-summary.js';
-import type { RecentJobSlots } from '../../admin/dashboard-ledger.js';
-import { page, type PageContext } from './layout.js';
-import { slotCounts, unrunStretches } from './slot-marks.js';
+import type { RecentJobSlots } from '../../admin/dashboard-reads.js';
 import { MAX_SLOT_MARKS, timeline } from './timeline.js';
 import { STRIP_RUNS } from './overview-reads.js';
 
@@ -85,7 +83,7 @@ function scheduleSection(ledger: JobLedger | undefined): Html {
     .map(
       (stretch) =>
         html`<li>
-          <strong class="slot-alarm">${stretch.outcome === 'missed' ? '○ missed' : '⧉ overlapped'}</strong>
+          <strong class="slot-alarm">${SLOT_MARKS[stretch.outcome].symbol} ${stretch.outcome}</strong>
           ${stretch.count === 1 ? formatTime(stretch.first) : `${formatTime(stretch.first)} … ${formatTime(stretch.last)} (${stretch.count} slots in a row)`}
         </li>`,
     );

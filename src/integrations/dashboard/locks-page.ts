@@ -1,8 +1,7 @@
 import type { LockRecord } from '../../admin/locks.js';
 import { formatDuration, formatTime } from '../../core/time-text.js';
-import { html, segment, type Html } from './html.js';
+import { html, segment, type Html, page, type PageContext } from './html.js';
 import { jobState, stateBadge } from './job-summary.js';
-import { page, type PageContext } from './layout.js';
 
 /** The lock table as the database has it now. */
 export function locksPage(context: PageContext, locks: readonly LockRecord[]): Html {

@@ -1,10 +1,7 @@
-import { nextExpectedSlot } from './format.js';
+import { nextExpectedSlot, slotStrip, html, segment, type Html, page, type PageContext } from './html.js';
 import { formatAgo, formatTime } from '../../core/time-text.js';
-import { html, segment, type Html } from './html.js';
 import { jobProblems, outcomeBadge, problemList, runStrip, stateDetail } from './job-summary.js';
-import { page, type PageContext } from './layout.js';
 import { OVERVIEW_PAGE_JOBS, PROBLEM_SCAN_PAGES, STRIP_RUNS, type Overview, type OverviewQuery } from './overview-reads.js';
-import { slotStrip } from './slot-marks.js';
 
 /** The overview's URL for a query (the filter kept, `after` the page's start). */
 function overviewHref(base: string, query: OverviewQuery, after: string | undefined): string {

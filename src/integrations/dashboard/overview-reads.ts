@@ -1,6 +1,10 @@
-import { DASHBOARD_PAGE_JOBS, type JobNamesQuery } from '../../admin/dashboard-jobs.js';
-import type { RecentJobSlots, RecentSlots } from '../../admin/dashboard-ledger.js';
-import type { RecentRuns } from '../../admin/dashboard-reads.js';
+import {
+  DASHBOARD_PAGE_JOBS,
+  type JobNamesQuery,
+  type RecentRuns,
+  type RecentJobSlots,
+  type RecentSlots,
+} from '../../admin/dashboard-reads.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord } from '../../admin/run-record.js';
 import { jobProblems } from './job-summary.js';

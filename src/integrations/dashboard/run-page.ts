@@ -3,10 +3,8 @@ import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord } from '../../admin/run-record.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
 import { formatDuration, formatTime } from '../../core/time-text.js';
-import { html, segment, type Html } from './html.js';
+import { html, segment, type Html, page, type PageContext, slotBadge } from './html.js';
 import { outcomeBadge } from './job-summary.js';
-import { page, type PageContext } from './layout.js';
-import { slotBadge } from './slot-marks.js';
 
 /** The run's slot: when, what the ledger made of it, and the gap before it or the catch-up it was. */
 function slotFields(run: RunDetail, entry: LedgerSlot | undefined, field: (label: string, value: Html | string) => Html): Html[] {

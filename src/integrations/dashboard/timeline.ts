@@ -1,9 +1,7 @@
 import type { RunRecord } from '../../admin/run-record.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
-import { unrunStretches } from './slot-marks.js';
-import { OUTCOMES } from './format.js';
+import { unrunStretches, OUTCOMES, html, segment, type Html } from './html.js';
 import { formatDuration } from '../../core/time-text.js';
-import { html, segment, type Html } from './html.js';
 
 const WIDTH = 1_000;
 const LANE = 26;
@@ -131,7 +129,7 @@ export function timeline(
     const at = x(stretch.first.getTime());
     const end = Math.max(at, x(stretch.last.getTime()));
     const missed = stretch.outcome === 'missed';
-    const word = missed ? 'missed' : 'overlapped';
+    const word = stretch.outcome;
     const why = missed ? 'no replica ran it' : 'the lock was still held, no run';
     const label =
       stretch.count === 1

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { BASE_SCHEMA_VERSION, migrationNumber, SCHEMA_VERSION } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { quotedTable } from '../dialects/common/quote.js';
+import { readFileSync } from 'node:fs';
 
 /** The schema version of the database's tables beside the one this code needs. */
 export interface SchemaVersions {
@@ -59,4 +60,36 @@ const SLOT_LEDGER_SCHEMA_VERSION = migrationNumber('005_slot_ledger');
 /** Whether tables at `versions` have the declared schedules (`<prefix>jobs`): migration 005 or later. */
 export function hasSlotLedger(versions: SchemaVersions): boolean {
   return versions.database >= SLOT_LEDGER_SCHEMA_VERSION;
+}
+
+/**
+ * The version in cronguard's package.json, read when asked (the CLI's `--version`, the version a
+ * guard records for its replica): this module runs from dist/src/core/ when installed and from
+ * src/core/ in this repository, so the file is looked for in the folders above it, the nearest one
+ * named cronguard.
+ */
+export function packageVersion(): string {
+  let folder = new URL('.', import.meta.url);
+  for (let depth = 0; depth < 5; depth += 1) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL('package.json', folder), 'utf8')) as {
+        name?: unknown;
+        version?: unknown;
+      };
+      if (manifest.name === 'cronguard' && typeof manifest.version === 'string') return manifest.version;
+    } catch {
+      // No package.json here (or not ours): look one folder up.
+    }
+    folder = new URL('..', folder);
+  }
+  throw new Error("cronguard's package.json was not found above the folder of src/core/package-version");
+}
+
+/** `packageVersion()`, or 'unknown' where no package.json sits above the code (an app bundled into one file). */
+export function packageVersionOrUnknown(): string {
+  try {
+    return packageVersion();
+  } catch {
+    return 'unknown';
+  }
 }
