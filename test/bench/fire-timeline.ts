@@ -63,9 +63,25 @@ function cell(samples: number[]): string {
   return `${ms(summarize(samples).p50)} / ${ms(Math.max(...samples))}`;
 }
 
-/** The table of one run: per step, ms from the slot, over every replica's fire and over the winner's. */
+/** One run with its dialect and the machine's load before and after, then its table. */
 export function fireTimelineLines(result: TimelineFigure): string[] {
   const { figure } = result;
+  const cronguard = figure.systems.find((s) => s.system === 'cronguard');
+  const plain = figure.systems.find((s) => s.system === 'node-cron');
+  return [
+    `${result.dialect}, \`${figure.expression}\`, ${figure.jobs} jobs × ${figure.slots} slots, ${figure.replicas} guarded replicas beside ${figure.replicas} node-cron-only processes; ` +
+      `${result.uptimeBefore} before, ${result.uptimeAfter} after. Guarded: ${cronguard?.started ?? 0} started, ${cronguard?.duplicates ?? 0} duplicates, ${cronguard?.missed ?? 0} missed; ` +
+      `node-cron alone: ${plain?.started ?? 0} started.`,
+    '',
+    ...timelineTableLines(figure),
+  ];
+}
+
+/**
+ * The table of one figure 7 run with `timeline` on: per step, ms from the slot, over every
+ * replica's fire and over the winner's, and the node-cron-only processes' bodies beside.
+ */
+export function timelineTableLines(figure: TickLatencyFigure): string[] {
   const slots = new Set(figure.slotTimes);
   /** The first note of each (system, replica, step, job, slot). */
   const first = new Map<string, number>();
@@ -102,13 +118,7 @@ export function fireTimelineLines(result: TimelineFigure): string[] {
       }
       return out.length === 0 ? '-' : ms(summarize(out).p50);
     }).join(' / ');
-  const cronguard = figure.systems.find((s) => s.system === 'cronguard');
-  const plain = figure.systems.find((s) => s.system === 'node-cron');
   return [
-    `${result.dialect}, \`${figure.expression}\`, ${figure.jobs} jobs × ${figure.slots} slots, ${figure.replicas} guarded replicas beside ${figure.replicas} node-cron-only processes; ` +
-      `${result.uptimeBefore} before, ${result.uptimeAfter} after. Guarded: ${cronguard?.started ?? 0} started, ${cronguard?.duplicates ?? 0} duplicates, ${cronguard?.missed ?? 0} missed; ` +
-      `node-cron alone: ${plain?.started ?? 0} started. Largest gap between Date.now() and the performance clock at a body: ${ms(clockGap)} ms.`,
-    '',
     '| step (ms from the slot; timer and fire: the first task of the slot) | every replica p50 / max | the winner p50 / max | p50 per replica |',
     '| --- | --- | --- | --- |',
     ...STEPS.map(
@@ -119,6 +129,8 @@ export function fireTimelineLines(result: TimelineFigure): string[] {
     ...figure.systems
       .filter((s) => s.system === 'pg-boss' || s.system === 'graphile-worker')
       .map((s) => `| ${s.system} beside: body | ${ms(s.latencyMs.p50)} / ${ms(s.latencyMs.p99)} (p50 / p99) | | |`),
+    '',
+    `Largest gap between Date.now() and the performance clock at a body: ${ms(clockGap)} ms.`,
     '',
   ];
 }

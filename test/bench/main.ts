@@ -21,6 +21,7 @@ import { contention, contentionLines, type ContentionFigure } from './contention
 import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } from './figures.js';
 import { missesLines } from './misses.js';
 import { ratio, us, type Summary } from './measure.js';
+import { timelineTableLines } from './fire-timeline.js';
 import { tickLatency, tickLatencyLines, type TickLatencyFigure, type TickSize } from './tick-latency.js';
 import { tickScale, tickScaleLines, type ScalePoint, type TickScaleSize } from './tick-scale.js';
 
@@ -151,7 +152,13 @@ try {
     `cronguard bench: tick-to-start latency on PostgreSQL, ${tickSize.jobs} jobs × ${tickSize.slots} ${tickSize.cron} slots` +
       `${tickSize.cron === 'minute' ? ' beside pg-boss and graphile-worker (about 2.5 minutes)' : ''}…`,
   );
-  ticks = await tickLatency(postgres.url, tickSize);
+  // With node-cron alone beside (the floor) and each step of the guarded fires noted (fire-timeline.ts).
+  const floor = ['cronguard', 'node-cron'] as const;
+  ticks = await tickLatency(postgres.url, {
+    ...tickSize,
+    systems: tickSize.cron === 'minute' ? [...floor, 'pg-boss', 'graphile-worker'] : floor,
+    timeline: true,
+  });
   if (mode === 'full') {
     for (const [dialect, url] of targets) {
       console.error(`cronguard bench: tick-to-start latency on ${dialect}, once-a-second slots…`);
@@ -280,6 +287,13 @@ function report(): string {
     '## 7. Tick-to-start latency',
     '',
     ...(ticks === undefined ? ['Not measured.', ''] : tickLatencyLines(ticks, mode)),
+    ...(ticks === undefined
+      ? []
+      : [
+          "Where the time goes, in the same run: each step of cronguard's fires (`test/bench/fire-timeline.ts`; `--only timeline` measures it alone, on every dialect).",
+          '',
+          ...timelineTableLines(ticks),
+        ]),
     ...(ticksByDialect.length === 0
       ? []
       : [
