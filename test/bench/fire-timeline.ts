@@ -95,7 +95,10 @@ export function timelineTableLines(figure: TickLatencyFigure): string[] {
       const key = `${system}|${replica}|${note.step}|${name}|${note.slot}`;
       const seen = first.get(key);
       if (seen === undefined || note.at < seen) first.set(key, note.at);
-      if (note.step === 'body') winners.add(`${system}|${replica}|${name}|${note.slot}`);
+      if (note.step === 'body') {
+        winners.add(`${system}|${replica}|${name}|${note.slot}`);
+        winners.add(`${system}|${replica}|*|${note.slot}`);
+      }
     }
     if (note.wall !== undefined) clockGap = Math.max(clockGap, Math.abs(note.wall - note.at));
   }
@@ -104,7 +107,7 @@ export function timelineTableLines(figure: TickLatencyFigure): string[] {
     for (const [key, at] of first) {
       const [s, replica, st, name, slot] = key.split('|');
       if (s !== system || st !== step) continue;
-      if (winnerOnly && name !== '*' && !winners.has(`${s}|${replica}|${name}|${slot}`)) continue;
+      if (winnerOnly && !winners.has(`${s}|${replica}|${name}|${slot}`)) continue;
       out.push(at - Number(slot));
     }
     return out;
