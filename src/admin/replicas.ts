@@ -115,7 +115,10 @@ export class ReplicaPresence {
   noteActivity(): void {
     if (this.#writing || performance.now() < this.#dueAt) return;
     this.#writing = true;
-    void this.#write()
+    // Once this turn is over: the win that called this has not started its job yet, and the read
+    // and the write (synchronous on SQLite) would come before it (see slot-watch.ts `acquired`).
+    void new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#write())
       .then((nextInMs) => (this.#dueAt = performance.now() + nextInMs))
       .finally(() => (this.#writing = false));
   }

@@ -1,5 +1,6 @@
 import type { AcquireOutcome, AcquireRequest, BatchedAcquire, BatchedRelease, LockStore, RunOutcome } from './dialect.js';
 import type { ResolvedJob } from './job-options.js';
+import { noteFireStep } from './fire-timeline.js';
 import { TickBatcher } from './tick-batch.js';
 
 /**
@@ -14,11 +15,25 @@ export class AcquireBatcher {
 
   constructor(store: LockStore) {
     this.#store = store;
-    const many = store.acquireMany?.bind(store);
+    const acquireMany = store.acquireMany?.bind(store);
     this.#batcher =
-      many === undefined
+      acquireMany === undefined
         ? undefined
-        : new TickBatcher({ one: ({ job, request }) => store.acquire(job, request), many, afterFailure: 'alone' });
+        : new TickBatcher({
+            one: ({ job, request }) => {
+              noteFireStep('sent', job.name, request.slot);
+              return store.acquire(job, request);
+            },
+            many: (acquires) => {
+              noteFireStep(
+                'sent',
+                acquires.map(({ job }) => job.name),
+                acquires[0]?.request.slot,
+              );
+              return acquireMany(acquires);
+            },
+            afterFailure: 'alone',
+          });
   }
 
   /** The acquires of these jobs come next, in this turn: they go together as soon as the last has come. */
@@ -28,7 +43,10 @@ export class AcquireBatcher {
 
   /** The store's answer to this acquire, alone or in the batch of its turn of the event loop. */
   acquire(job: ResolvedJob, request: AcquireRequest): Promise<AcquireOutcome> {
-    if (this.#batcher === undefined || request.trigger !== undefined) return this.#store.acquire(job, request);
+    if (this.#batcher === undefined || request.trigger !== undefined) {
+      noteFireStep('sent', job.name, request.slot);
+      return this.#store.acquire(job, request);
+    }
     return this.#batcher.send({ job, request }, job.name);
   }
 }

@@ -3,6 +3,7 @@ import { AcquireBatcher } from './acquire-batch.js';
 import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
 import { GuardError, messageOf } from './errors.js';
 import { AcquireFailureLog } from './failure-log.js';
+import { noteFireStep } from './fire-timeline.js';
 import { HeldLock } from './held-lock.js';
 import { readOnlyDatabaseError } from './read-only.js';
 import type { ResolvedJob } from './job-options.js';
@@ -83,6 +84,7 @@ export class LockAcquirer {
     // cannot be earlier than this plus lockAtMostFor.
     const acquireSentAt = performance.now();
     let acquiring: Promise<AcquireOutcome>;
+    noteFireStep('queued', job.name, slot);
     try {
       acquiring = this.#batcher.acquire(job, request);
     } catch (cause) {
@@ -123,6 +125,7 @@ export class LockAcquirer {
       const message = `Taking the lock of job "${job.name}" took over ${environment.statementTimeoutMs} ms, so the run was skipped`;
       return this.#failed(job, slot, new GuardError('ACQUIRE_TIMEOUT', message, { job: job.name }));
     }
+    noteFireStep('answered', job.name, slot);
     // The database answered: an outage this job was in is over.
     this.#failureLog.answered(job.name);
     if (outcome === 'acquired') {

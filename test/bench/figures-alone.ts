@@ -7,6 +7,7 @@ import type { DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres } from '../setup/databases.js';
 import { contention, contentionLines } from './contention.js';
 import { dashboardFigure, dashboardLines } from './dashboard-reads.js';
+import { fireTimelineOn, type TimelineSize } from './fire-timeline.js';
 import { tickLatency, tickLatencyLines, type TickSize } from './tick-latency.js';
 import { tickScale, tickScaleLines, type TickScaleSize } from './tick-scale.js';
 
@@ -30,6 +31,11 @@ export async function contentionAlone(
     }
     console.log(contentionLines(results, size).join('\n'));
   });
+}
+
+/** The fire timeline (fire-timeline.ts) on the dialects named (all by default). */
+export async function fireTimelineAlone(size: TimelineSize, dialects: readonly string[] | undefined): Promise<void> {
+  await withDatabases(dialects, (targets) => fireTimelineOn(targets, size));
 }
 
 /** Figure 12 (the dashboard on a big history) on the dialects named (all by default). */

@@ -3,7 +3,7 @@
 // minute), `-- --smoke` for CI (tiny counts, written to a temporary file unless --out is given),
 // `-- --long` for the full run with figure 5 at the issue's size (100 names × 1,000 slots: about
 // 25 minutes here). `-- --only scale` runs figure 11 alone and prints its table (no file written), `-- --only ticks` figure 7,
-// `-- --only contention` figure 5, `-- --only dashboard` figure 12 (the issue's size: 1,000,000 runs; `--quick` 100,000); `--scale-jobs 1,10` and `--dialects postgres` narrow them, `--scale-slots 20`
+// `-- --only timeline` the fire timeline (`--timeline-cron minute|second`, `--timeline-slots N`, `--timeline-peers`: figure 7's peers beside), `-- --only contention` figure 5, `-- --only dashboard` figure 12 (the issue's size: 1,000,000 runs; `--quick` 100,000); `--scale-jobs 1,10` and `--dialects postgres` narrow them, `--scale-slots 20`
 // measures more slots per point (a p99 steadier than the default's).
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -15,12 +15,13 @@ import { findMariadbd, startMariadb, startPostgres, type RunningDatabase } from 
 import { openDriver } from './drivers.js';
 import { capacityLines } from './capacity.js';
 import { dashboardFigure, dashboardLines, type DashboardFigure } from './dashboard-reads.js';
-import { contentionAlone, dashboardAlone, tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
+import { contentionAlone, dashboardAlone, fireTimelineAlone, tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
 import { historyPage, historyPageLines, type HistoryPageFigure } from './history-page.js';
 import { contention, contentionLines, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } from './figures.js';
 import { missesLines } from './misses.js';
 import { ratio, us, type Summary } from './measure.js';
+import { timelineTableLines } from './fire-timeline.js';
 import { tickLatency, tickLatencyLines, type TickLatencyFigure, type TickSize } from './tick-latency.js';
 import { tickScale, tickScaleLines, type ScalePoint, type TickScaleSize } from './tick-scale.js';
 
@@ -34,10 +35,13 @@ const { values } = parseArgs({
     'scale-jobs': { type: 'string' },
     'scale-slots': { type: 'string' },
     dialects: { type: 'string' },
+    'timeline-cron': { type: 'string' },
+    'timeline-slots': { type: 'string' },
+    'timeline-peers': { type: 'boolean' },
   },
 });
-if (values.only !== undefined && !['scale', 'ticks', 'contention', 'dashboard'].includes(values.only))
-  throw new Error(`--only: the figures that run alone are 'scale', 'ticks', 'contention' and 'dashboard', got ${values.only}`);
+if (values.only !== undefined && !['scale', 'ticks', 'contention', 'dashboard', 'timeline'].includes(values.only))
+  throw new Error(`--only: the figures that run alone are 'scale', 'ticks', 'contention', 'dashboard' and 'timeline', got ${values.only}`);
 const mode = values.smoke === true ? 'smoke' : values.quick === true ? 'quick' : 'full';
 const long = mode === 'full' && values.long === true;
 const iterations = { full: 2_000, quick: 100, smoke: 20 }[mode];
@@ -72,6 +76,12 @@ const scaleSize: TickScaleSize = {
 };
 if (values.only === 'scale') {
   await tickScaleAlone(scaleSize, values.dialects?.split(','));
+  process.exit(0);
+}
+if (values.only === 'timeline') {
+  const cron = values['timeline-cron'] === 'second' ? 'second' : 'minute';
+  const slots = values['timeline-slots'] === undefined ? { minute: 2, second: 20 }[cron] : Number(values['timeline-slots']);
+  await fireTimelineAlone({ cron, jobs: 15, slots, peers: values['timeline-peers'] === true }, values.dialects?.split(','));
   process.exit(0);
 }
 if (values.only === 'contention') {
@@ -142,7 +152,13 @@ try {
     `cronguard bench: tick-to-start latency on PostgreSQL, ${tickSize.jobs} jobs × ${tickSize.slots} ${tickSize.cron} slots` +
       `${tickSize.cron === 'minute' ? ' beside pg-boss and graphile-worker (about 2.5 minutes)' : ''}…`,
   );
-  ticks = await tickLatency(postgres.url, tickSize);
+  // With node-cron alone beside (the floor) and each step of the guarded fires noted (fire-timeline.ts).
+  const floor = ['cronguard', 'node-cron'] as const;
+  ticks = await tickLatency(postgres.url, {
+    ...tickSize,
+    systems: tickSize.cron === 'minute' ? [...floor, 'pg-boss', 'graphile-worker'] : floor,
+    timeline: true,
+  });
   if (mode === 'full') {
     for (const [dialect, url] of targets) {
       console.error(`cronguard bench: tick-to-start latency on ${dialect}, once-a-second slots…`);
@@ -271,6 +287,13 @@ function report(): string {
     '## 7. Tick-to-start latency',
     '',
     ...(ticks === undefined ? ['Not measured.', ''] : tickLatencyLines(ticks, mode)),
+    ...(ticks === undefined
+      ? []
+      : [
+          "Where the time goes, in the same run: each step of cronguard's fires (`test/bench/fire-timeline.ts`; `--only timeline` measures it alone, on every dialect).",
+          '',
+          ...timelineTableLines(ticks),
+        ]),
     ...(ticksByDialect.length === 0
       ? []
       : [

@@ -2,7 +2,9 @@
 // TickWorkerSetup from tick-latency.ts: the parent owns every setting, so that the report states
 // exactly what the replicas ran with. Each job body tells the parent, over IPC, which job it is,
 // the slot (nominal time) it is for, and when it started; the parent does all the arithmetic.
+import { subscribe } from 'node:diagnostics_channel';
 import type { TaskList } from 'graphile-worker';
+import type { TimelineNote } from './fire-timeline.js';
 import type { TickMessage, TickSystem, TickWorkerSetup } from './tick-latency.js';
 
 const [systemArg, url, setupArg] = process.argv.slice(2);
@@ -23,8 +25,21 @@ function send(message: TickMessage, then?: () => void): void {
   else process.send(message, () => then());
 }
 
+/**
+ * With `setup.timeline`, the steps of every fire (src/core/fire-timeline.ts, and `body` for a
+ * system that publishes none), kept here and sent once at the stop: a message per step, sent
+ * during the tick, would be part of what it measures.
+ */
+const steps: TimelineNote[] = [];
+if (setup.timeline === true) {
+  // The channel's name, not its module: the guard is loaded below, and publishes on the same channel.
+  subscribe('cronguard:fire-timeline', (note) => steps.push(note as TimelineNote));
+}
+
 function report(job: number, slot: number): void {
   const started = now();
+  // Date.now() beside it: a gap between the two clocks would show in every figure of this file.
+  if (setup.timeline === true) steps.push({ step: 'body', names: [`tick-${job}`], slot, at: started, wall: Date.now() });
   send({ type: 'run', job, slot, started });
 }
 
@@ -48,9 +63,9 @@ async function startCronguard(): Promise<() => Promise<void>> {
   await guard.migrate();
   for (const job of jobs) {
     // The slot is node-cron's nominal time for this fire, as the guard keys its lock on it.
-    guard.schedule(setup.expression, { name: `tick-${job}`, lockAtMostFor: setup.cronguard.lockAtMostFor }, (context) =>
-      report(job, context.slot?.getTime() ?? Number.NaN),
-    );
+    guard.schedule(setup.expression, { name: `tick-${job}`, lockAtMostFor: setup.cronguard.lockAtMostFor }, (context) => {
+      report(job, context.slot?.getTime() ?? Number.NaN);
+    });
   }
   return () => guard.shutdown({ timeout: '5s' });
 }
@@ -106,8 +121,20 @@ async function startGraphileWorker(): Promise<() => Promise<void>> {
   return () => runner.stop();
 }
 
+/** node-cron alone, the floor a user has without cronguard: the slot is node-cron's context.date. */
+async function startNodeCron(): Promise<() => Promise<void>> {
+  const { schedule } = await import('node-cron');
+  const tasks = jobs.map((job) =>
+    schedule(setup.expression, (context) => report(job, context.date.getTime()), { name: `plain-${setup.namespace}-${job}` }),
+  );
+  return async () => {
+    await Promise.all(tasks.map((task) => task.destroy()));
+  };
+}
+
 const starters: Record<TickSystem, () => Promise<() => Promise<void>>> = {
   cronguard: startCronguard,
+  'node-cron': startNodeCron,
   'pg-boss': startPgBoss,
   'graphile-worker': startGraphileWorker,
 };
@@ -122,6 +149,7 @@ function stopAndExit(stop: () => Promise<void>): Promise<void> {
     } catch (error) {
       reportError(error);
     }
+    if (setup.timeline === true) send({ type: 'steps', steps });
     send({ type: 'stopped' }, () => process.exit(0));
   })();
   return stopping;

@@ -8,9 +8,11 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import type { TimelineNote } from './fire-timeline.js';
 import { summarize, type Summary } from './measure.js';
 
-export type TickSystem = 'cronguard' | 'pg-boss' | 'graphile-worker';
+/** `node-cron`: plain node-cron tasks, no guard (the floor; the fire timeline only). */
+export type TickSystem = 'cronguard' | 'pg-boss' | 'graphile-worker' | 'node-cron';
 
 /** Everything a replica runs with, decided here so that the report states exactly that. */
 export interface TickWorkerSetup {
@@ -24,6 +26,8 @@ export interface TickWorkerSetup {
     readonly pollingIntervalSeconds: number;
   };
   readonly graphileWorker: { readonly concurrency: number; readonly pollInterval: number };
+  /** Whether the replica keeps the steps of every fire and sends them at its stop (fire-timeline.ts). */
+  readonly timeline?: boolean;
 }
 
 /** Replica → parent. `slot` and `started` are wall-clock milliseconds. */
@@ -31,6 +35,7 @@ export type TickMessage =
   | { type: 'ready' }
   | { type: 'run'; job: number; slot: number; started: number }
   | { type: 'error'; message: string }
+  | { type: 'steps'; steps: TimelineNote[] }
   | { type: 'stopped' };
 
 export interface TickSize {
@@ -38,6 +43,10 @@ export interface TickSize {
   readonly cron: 'minute' | 'second';
   readonly jobs: number;
   readonly slots: number;
+  /** The systems measured, instead of the mode's (the fire timeline: cronguard beside plain node-cron). */
+  readonly systems?: readonly TickSystem[];
+  /** Keep every fire's steps (fire-timeline.ts). */
+  readonly timeline?: boolean;
 }
 
 export interface TickSystemFigure {
@@ -66,6 +75,10 @@ export interface TickLatencyFigure {
   readonly leadMs: number;
   readonly graceMs: number;
   readonly systems: TickSystemFigure[];
+  /** With `size.timeline`: every step noted, per replica. */
+  readonly steps: { readonly system: TickSystem; readonly replica: number; readonly note: TimelineNote }[];
+  /** The measured slots (epoch ms). */
+  readonly slotTimes: number[];
 }
 
 const REPLICAS = 3;
@@ -105,6 +118,8 @@ function configuration(system: TickSystem, expression: string): string {
         'each of the three is the minimum pg-boss accepts (defaults 30, 5 and 2 s); other options default (pool max 10). ' +
         'pg-boss polls: its cron monitor puts a job on an internal send-it queue, whose worker puts the real job on the queue'
       );
+    case 'node-cron':
+      return `${version('node-cron')}: \`cron.schedule('${expression}', fn, { name })\` per job, no guard`;
     case 'graphile-worker':
       return (
         `${version('graphile-worker')}: \`run({ crontab, taskList, concurrency: ${graphileWorker.concurrency}, pollInterval: ${graphileWorker.pollInterval} })\` on each replica, ` +
@@ -131,16 +146,20 @@ interface Run {
 
 export async function tickLatency(url: string, size: TickSize): Promise<TickLatencyFigure> {
   const timing = TIMING[size.cron];
-  const systems: TickSystem[] = size.cron === 'minute' ? ['cronguard', 'pg-boss', 'graphile-worker'] : ['cronguard'];
+  const systems: TickSystem[] = [
+    ...(size.systems ?? (size.cron === 'minute' ? ['cronguard', 'pg-boss', 'graphile-worker'] : ['cronguard'])),
+  ];
   const setup: TickWorkerSetup = {
     namespace: `tick_${Date.now()}`,
     expression: timing.expression,
     jobs: size.jobs,
     ...SETTINGS,
+    timeline: size.timeline === true,
   };
   const worker = fileURLToPath(new URL('tick-latency-worker.ts', import.meta.url));
   const replicas: Replica[] = [];
   const runs: Run[] = [];
+  const steps: TickLatencyFigure['steps'][number][] = [];
   const errors = new Map<TickSystem, string[]>(systems.map((system) => [system, []]));
 
   let closing = false;
@@ -164,6 +183,8 @@ export async function tickLatency(url: string, size: TickSize): Promise<TickLate
           resolve();
         } else if (message.type === 'run') {
           runs.push({ system, replica: index, job: message.job, slot: message.slot, started: message.started });
+        } else if (message.type === 'steps') {
+          for (const note of message.steps) steps.push({ system, replica: index, note });
         } else if (message.type === 'error') {
           systemErrors.push(`replica ${index}: ${message.message}`);
         }
@@ -184,7 +205,7 @@ export async function tickLatency(url: string, size: TickSize): Promise<TickLate
     // other: cronguard's migrate() (Kysely's Migrator, which lists every schema's tables) failed
     // once with "relation … does not exist" while graphile-worker created its schema at that instant.
     for (const system of systems) {
-      if (system === 'cronguard') {
+      if (system === 'cronguard' || system === 'node-cron') {
         await Promise.all(Array.from({ length: REPLICAS }, (_, index) => start(system, index)));
       } else {
         await start(system, 0);
@@ -207,6 +228,8 @@ export async function tickLatency(url: string, size: TickSize): Promise<TickLate
     slots: size.slots,
     leadMs: timing.leadMs,
     graceMs: timing.graceMs,
+    steps,
+    slotTimes: slots,
     systems: systems.map((system) => {
       const byPair = new Map<string, Run[]>();
       for (const run of runs) {
@@ -280,13 +303,15 @@ export function tickLatencyLines(figure: TickLatencyFigure, mode: string): strin
         : `Measured in \`--${mode}\` mode: cronguard alone, on a once-a-second schedule; the peers' crontabs have minute granularity, ` +
           'so the comparison with pg-boss and graphile-worker is in the full run only. ') +
       `A pair with no run within ${figure.graceMs / 1_000} s of the last slot is missed; every run after the first of a pair is a duplicate` +
-      `${pairs <= 100 ? `; p99 of ${pairs} samples is their largest` : ''}.`,
+      `${pairs <= 100 ? `; p99 of ${pairs} samples is their largest` : ''}. ` +
+      "A replica sends the acquires of a slot's jobs as one statement (a batch), so cronguard's pairs of one slot share one answer: " +
+      'they are about one sample per slot, not one per job, and agree within a few ms.',
     '',
     '| system | pairs started | duplicates | missed | exactly one run per pair | p50 | p99 | runs per replica | errors |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...figure.systems.map(
       (s) =>
-        `| ${s.system} | ${s.started} / ${s.jobSlots} | ${s.duplicates} | ${s.missed} | ${verdict(s.missed === 0 && s.duplicates === 0)} | ` +
+        `| ${s.system} | ${s.started} / ${s.jobSlots} | ${s.duplicates} | ${s.missed} | ${s.system === 'node-cron' ? 'no guard: every process runs each pair (the floor)' : verdict(s.missed === 0 && s.duplicates === 0)} | ` +
         `${ms(s.latencyMs.p50)} | ${ms(s.latencyMs.p99)} | ${s.runsPerReplica.join(' / ')} | ${errorCell(s.errors)} |`,
     ),
     '',

@@ -1,4 +1,5 @@
 import type { AcquireOutcome, AcquireRequest, BatchedAcquire } from '../../core/dialect.js';
+import { noteFireStep } from '../../core/fire-timeline.js';
 import type { ResolvedJob } from '../../core/job-options.js';
 import {
   boundRows,
@@ -230,6 +231,11 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     const toProbe = wanted.filter(({ request }) => !request.expectFree);
     if (toProbe.length > 0) {
       const states = await readStates(statements.run, toProbe, false);
+      noteFireStep(
+        'probed',
+        toProbe.map(({ job }) => job.name),
+        toProbe[0]?.request.slot,
+      );
       for (const one of toProbe) {
         const state = states.get(one) ?? 'locked';
         if (state === 'free') toTake.push(one);

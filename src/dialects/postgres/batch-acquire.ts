@@ -1,4 +1,5 @@
 import type { AcquireOutcome, BatchedAcquire } from '../../core/dialect.js';
+import { noteFireStep } from '../../core/fire-timeline.js';
 import { namedStatement } from '../common/named-parameters.js';
 import type { AcquireValues, BatchProbeValues, BatchTakeValues, StatementRunner } from './statements.js';
 
@@ -112,6 +113,7 @@ SELECT req.name,
       const rows = await query<{ i: number; state: AcquireOutcome | 'free' }>(probeSql.sql, probeSql.parameters(values), {
         cancellable: true,
       });
+      noteFireStep('probed', values.names, toProbe[0]?.request.slot);
       for (const { i, state } of rows) {
         const probed = toProbe[i - 1];
         if (probed === undefined) continue;

@@ -6,6 +6,7 @@ import { assertCronExpression } from '../../core/cron-fields.js';
 import { MAX_CRON_EXPRESSION_LENGTH, resolveCronSlots } from '../../core/cron-slots.js';
 import type { DurationInput } from '../../core/duration.js';
 import { describeValue } from '../../core/describe-value.js';
+import { noteFireStep } from '../../core/fire-timeline.js';
 import { resolveSpread, spreadOffsetMs } from '../../core/spread.js';
 import type { ResolvedJobRunner } from '../../core/runner.js';
 import { messageOf, type GuardError } from '../../core/errors.js';
@@ -122,6 +123,7 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   // A job with `spread` fires alone, after its offset (spread-fires.ts), not with the slot's others.
   const onFire = (context: TaskContext): Promise<void> => {
     if (context.execution?.reason === 'invoked') return fire(null);
+    noteFireStep('fire', job.name, context.date);
     if (spreadFire !== undefined) return spreadFire(context.date);
     return entry === undefined ? fire(context.date) : host.fires.fire(entry, context.date);
   };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createTask, type ScheduledTask, type TaskContext } from 'node-cron';
 import type { CronSlots } from '../../core/cron-slots.js';
+import { noteFireStep } from '../../core/fire-timeline.js';
 
 /** node-cron 4.6's matcher, as its task and runner ask it for the next fire. */
 interface NodeCronMatcher {
@@ -78,13 +79,13 @@ export function scheduleOnZonedFires(
   // The task and its runner share this matcher: an own property answers for both.
   matcher.getNextMatch = (date: Date): Date => cron.fireAfter(date);
   const heartbeat = runner as NodeCronRunner;
-  heartbeat.start = () => startHeartbeat(heartbeat, cron);
+  heartbeat.start = () => startHeartbeat(heartbeat, cron, options.name);
   void task.start();
   return task;
 }
 
 /** node-cron 4.6's `Runner.start`, for a task without overlap prevention, jitter, maxExecutions or coordinator; "now" in UTC. */
-function startHeartbeat(runner: NodeCronRunner, cron: CronSlots): void {
+function startHeartbeat(runner: NodeCronRunner, cron: CronSlots, name: string): void {
   runner.running = true;
   let expected = cron.fireAfter(new Date(nowSecond())).getTime();
   const arm = (): void => {
@@ -101,6 +102,7 @@ function startHeartbeat(runner: NodeCronRunner, cron: CronSlots): void {
       const next = cron.fireAfter(new Date(expected)).getTime();
       const lateBy = now - expected;
       if (lateBy <= runner.missedExecutionTolerance && lateBy < next - expected) {
+        noteFireStep('timer', name, new Date(expected));
         void runScheduled(runner, new Date(expected));
       } else {
         void runHook(() => runner.onMissedExecution(new Date(expected)), runner, new Date(expected));
