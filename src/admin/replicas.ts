@@ -115,10 +115,7 @@ export class ReplicaPresence {
   noteActivity(): void {
     if (this.#writing || performance.now() < this.#dueAt) return;
     this.#writing = true;
-    // Once this turn is over: the win that called this has not started its job yet, and the read
-    // and the write (synchronous on SQLite) would come before it (see slot-watch.ts `acquired`).
-    void new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.#write())
+    void this.#write()
       .then((nextInMs) => (this.#dueAt = performance.now() + nextInMs))
       .finally(() => (this.#writing = false));
   }

@@ -132,12 +132,8 @@ export class SlotWatch {
     const ranPrevious = watched.lastTaken === previous;
     watched.lastTaken = Math.max(at, Number.isNaN(watched.lastTaken) ? at : watched.lastTaken);
     if (ranPrevious || !this.#context.history) return;
-    // After the job has started: this runs from the win's `acquired` event, before the body is
-    // called, and the read's own work (all of it on SQLite, whose driver answers in the same turn)
-    // would come first. The wins of one tick answer together, so their bodies all start in this
-    // turn, and their reads go after them (measured: 5–70 ms before a body when the winner changed).
     this.#track(
-      afterThisTurn(() => this.#findGap(watched.schedule, runId, slot)).catch((error: unknown) => {
+      this.#findGap(watched.schedule, runId, slot).catch((error: unknown) => {
         this.#context.logger.error(`Looking for slots job "${job}" missed before ${slot.toISOString()} failed: ${messageOf(error)}`);
       }),
     );
@@ -323,9 +319,4 @@ function sameSchedule(a: WatchedSchedule, b: WatchedSchedule): boolean {
     a.catchUpMs === b.catchUpMs &&
     a.spreadMs === b.spreadMs
   );
-}
-
-/** `work`, started once this turn of the event loop (its microtasks: the bodies of the jobs won) is over. */
-function afterThisTurn<T>(work: () => Promise<T>): Promise<T> {
-  return new Promise<void>((resolve) => setImmediate(resolve)).then(work);
 }
