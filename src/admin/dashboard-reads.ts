@@ -5,7 +5,7 @@ import { runRecordColumns, toDate, toRunRecord, type RunRecord, type RunRow } fr
 import { spreadOffsetMs } from '../core/spread.js';
 import { resolveCronSlots } from '../core/cron-slots.js';
 import { slotLedger, type LedgerSlot } from '../core/slot-ledger.js';
-import { expectedSlotsInTurns, inStopGap, stopGaps, type Declaration } from '../core/slot-walk.js';
+import { expectedSlotsInTurns, inStopGap, stopGaps } from '../core/slot-walk.js';
 import { createDeclarationStore } from './declarations.js';
 import type { ScheduleStore } from './job-schedules.js';
 import { readPauseIntervalsOfJobs } from './controls.js';
@@ -254,22 +254,12 @@ export function createDashboardLedgerReader(
   const columns = sql.raw(ledgerRunColumns(reads));
   const declarations = createDeclarationStore(db, dialect, tables);
 
-  /** The page's jobs' declarations; none on tables before migration 007 (no declarations table), as slots.ts. */
-  async function declarationsOf(names: readonly string[]): Promise<Map<string, Declaration[]>> {
-    try {
-      return await declarations.ofJobs(names);
-    } catch (error) {
-      if (dialect.isMissingTable(error)) return new Map();
-      throw error;
-    }
-  }
-
   return async function recentSlots(names: readonly string[], perJob: number): Promise<RecentSlots> {
     if (names.length > DASHBOARD_PAGE_JOBS) throw new RangeError(`At most ${DASHBOARD_PAGE_JOBS} jobs per read, got ${names.length}`);
     const now = await databaseNow();
     const windows = [];
     const pageSchedules = await schedules.listOf(names);
-    const declared = await declarationsOf(pageSchedules.map((schedule) => schedule.name));
+    const declared = await declarations.ofJobs(pageSchedules.map((schedule) => schedule.name));
     for (const schedule of pageSchedules) {
       let cron;
       try {

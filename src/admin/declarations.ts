@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import type { Declaration } from '../core/slot-walk.js';
@@ -35,6 +35,16 @@ export function createDeclarationStore(db: Kysely<unknown>, dialect: Dialect, ta
   const declarations = sql.raw(quotedTable(tables, 'declarations', dialect.quote));
   const reads = dialect.reads;
   const now = sql.raw(reads.now);
+  /** A read's rows; none when the declarations table does not exist yet (tables before migration 007). */
+  async function rowsOrNone<R>(read: RawBuilder<R>): Promise<R[]> {
+    try {
+      return (await read.execute(db)).rows;
+    } catch (error) {
+      if (dialect.isMissingTable(error)) return [];
+      throw error;
+    }
+  }
+
   return {
     /**
      * This process declares these jobs, on the database's clock: a new row at its first
@@ -67,11 +77,14 @@ export function createDeclarationStore(db: Kysely<unknown>, dialect: Dialect, ta
         await sql`DELETE FROM ${declarations} WHERE job_name IN (${names}) AND declared_at < ${cutoff}`.execute(db);
       }
     },
-    /** One job's declarations, the newest MAX_DECLARATIONS_READ by start (its primary key's prefix). */
+    /**
+     * One job's declarations, the newest MAX_DECLARATIONS_READ by start (its primary key's prefix);
+     * none on tables before migration 007 (no declarations table).
+     */
     async of(job: string): Promise<Declaration[]> {
-      const { rows } = await sql<DeclarationRow>`SELECT ${sql.raw(reads.time('started_at'))} AS started_at,
+      const rows = await rowsOrNone(sql<DeclarationRow>`SELECT ${sql.raw(reads.time('started_at'))} AS started_at,
           ${sql.raw(reads.time('declared_at'))} AS declared_at, ${sql.raw(reads.time('stopped_at'))} AS stopped_at
-        FROM ${declarations} WHERE job_name = ${job} ORDER BY started_at DESC LIMIT ${MAX_DECLARATIONS_READ}`.execute(db);
+        FROM ${declarations} WHERE job_name = ${job} ORDER BY started_at DESC LIMIT ${MAX_DECLARATIONS_READ}`);
       return rows.map(toDeclaration);
     },
     /**
@@ -80,6 +93,7 @@ export function createDeclarationStore(db: Kysely<unknown>, dialect: Dialect, ta
      * before it), a UNION ALL of one derived table per job, each a read of the primary key's prefix
      * (job_name). Bounded: at most 20 rows per job come back, whatever the table holds. A stop
      * older than the newest 20 starts of its job is not seen: its slots stay expected (never hidden).
+     * None on tables before migration 007.
      */
     async ofJobs(jobs: readonly string[]): Promise<Map<string, Declaration[]>> {
       const byJob = new Map<string, Declaration[]>();
@@ -92,7 +106,7 @@ export function createDeclarationStore(db: Kysely<unknown>, dialect: Dialect, ta
             ${sql.raw(reads.time('declared_at'))} AS declared_at, ${sql.raw(reads.time('stopped_at'))} AS stopped_at
           FROM ${declarations} WHERE job_name = ${job} ORDER BY started_at DESC LIMIT ${DASHBOARD_DECLARATIONS_PER_JOB}) ${sql.raw(`d${index}`)}`,
       );
-      const { rows } = await sql<DeclarationRow & { job_name: string }>`${sql.join(parts, sql` UNION ALL `)}`.execute(db);
+      const rows = await rowsOrNone(sql<DeclarationRow & { job_name: string }>`${sql.join(parts, sql` UNION ALL `)}`);
       for (const row of rows) {
         const list = byJob.get(row.job_name) ?? [];
         list.push(toDeclaration(row));

@@ -183,12 +183,7 @@ export function createSlotsReader(
 
   /** A job's clean-stop gaps; none on tables before migration 007 (no declarations table). */
   async function gapsOf(job: string, now: Date): Promise<StopGap[]> {
-    try {
-      return stopGaps(await declarations.of(job), now, DECLARER_DEAD_AFTER_MS);
-    } catch (error) {
-      if (dialect.isMissingTable(error)) return [];
-      throw error;
-    }
+    return stopGaps(await declarations.of(job), now, DECLARER_DEAD_AFTER_MS);
   }
 
   /**
