@@ -25,11 +25,7 @@ export class AcquireBatcher {
               return store.acquire(job, request);
             },
             many: (acquires) => {
-              noteFireStep(
-                'sent',
-                acquires.map(({ job }) => job.name),
-                acquires[0]?.request.slot,
-              );
+              noteFireStep('sent', () => acquires.map(({ job }) => job.name), acquires[0]?.request.slot);
               return acquireMany(acquires);
             },
             afterFailure: 'alone',

@@ -27,13 +27,20 @@ export interface FireStepNote {
 export const FIRE_TIMELINE_CHANNEL = 'cronguard:fire-timeline';
 const timeline = channel(FIRE_TIMELINE_CHANNEL);
 
-/** Publishes a step of a fire, when someone listens. */
-export function noteFireStep(step: FireStep, names: string | readonly string[], slot?: Date | null): void {
+/**
+ * Publishes a step of a fire, when someone listens. `names` may be a function, called only then: a
+ * batch's names are a new array, which the acquire path does not build for nobody.
+ */
+export function noteFireStep(
+  step: FireStep,
+  names: string | readonly string[] | (() => readonly string[]),
+  slot?: Date | number | null,
+): void {
   if (!timeline.hasSubscribers) return;
   const note: FireStepNote = {
     step,
-    names: typeof names === 'string' ? [names] : names,
-    slot: slot?.getTime(),
+    names: typeof names === 'string' ? [names] : typeof names === 'function' ? names() : names,
+    slot: slot === null || slot === undefined ? undefined : typeof slot === 'number' ? slot : slot.getTime(),
     at: performance.timeOrigin + performance.now(),
   };
   timeline.publish(note);

@@ -231,11 +231,7 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     const toProbe = wanted.filter(({ request }) => !request.expectFree);
     if (toProbe.length > 0) {
       const states = await readStates(statements.run, toProbe, false);
-      noteFireStep(
-        'probed',
-        toProbe.map(({ job }) => job.name),
-        toProbe[0]?.request.slot,
-      );
+      noteFireStep('probed', () => toProbe.map(({ job }) => job.name), toProbe[0]?.request.slot);
       for (const one of toProbe) {
         const state = states.get(one) ?? 'locked';
         if (state === 'free') toTake.push(one);

@@ -174,11 +174,7 @@ SELECT ${field('w', 'token')}, ${field('w', 'name')}, ${field('w', 'slot')}, 'ru
         slot: request.slot === null ? null : request.slot.toISOString(),
       }));
       const probe = await runner.execute(call(probeSql, { requests: JSON.stringify(requests) }));
-      noteFireStep(
-        'probed',
-        toProbe.map(({ job }) => job.name),
-        toProbe[0]?.request.slot,
-      );
+      noteFireStep('probed', () => toProbe.map(({ job }) => job.name), toProbe[0]?.request.slot);
       for (const { i, state } of probe.rows as { i: number; state: AcquireOutcome | 'free' }[]) {
         const probed = toProbe[i];
         if (probed === undefined) continue;

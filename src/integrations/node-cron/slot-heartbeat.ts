@@ -102,7 +102,7 @@ function startHeartbeat(runner: NodeCronRunner, cron: CronSlots, name: string): 
       const next = cron.fireAfter(new Date(expected)).getTime();
       const lateBy = now - expected;
       if (lateBy <= runner.missedExecutionTolerance && lateBy < next - expected) {
-        noteFireStep('timer', name, new Date(expected));
+        noteFireStep('timer', name, expected);
         void runScheduled(runner, new Date(expected));
       } else {
         void runHook(() => runner.onMissedExecution(new Date(expected)), runner, new Date(expected));
