@@ -4,7 +4,6 @@
 // page loaded from rebind.test reach the loopback dashboard as a rebound name would. Then
 // `allowedHosts` and `trustProxy` of a mounted guard.dashboard().
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,10 +14,11 @@ import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { dialectTargets } from './support/dialects.js';
 import { migratedGuard } from './support/guards.js';
 import { formSecrets, rawRequest } from './support/raw-http.js';
+import { compiledCli } from './support/compiled-fixtures.js';
 
 const sqlite = dialectTargets().find((target) => target.name === 'sqlite');
 if (sqlite === undefined) throw new Error('no sqlite target');
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+const bin = compiledCli();
 
 /** What the job's lock row and audit say: its pause, its pending trigger, its control changes. */
 async function controlState(guard: Guard, job: string): Promise<{ paused: string | null; trigger: boolean; audit: string[] }> {

@@ -2,17 +2,17 @@
 // app and a real Express 5 app (app.use(path, handler)), its options checked up front, and the
 // `cronguard dashboard` command. The pages themselves are driven in dashboard-browser.test.ts.
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
 import type { Guard } from '../src/index.js';
 import { connectStyleApp, seedHistory, serve } from './support/dashboard.js';
 import { databaseUrl, dialectTargets } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { compiledCli } from './support/compiled-fixtures.js';
 
 const sqlite = dialectTargets().find((target) => target.name === 'sqlite');
 if (sqlite === undefined) throw new Error('no sqlite target');
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+const bin = compiledCli();
 
 /** Every href on a page. */
 async function links(url: string): Promise<string[]> {

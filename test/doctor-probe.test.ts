@@ -2,7 +2,6 @@
 // here: statements inside a transaction, a read-only role, this process's clock shifted by faketime.
 // The production topologies (PgBouncer, a standby, Galera) are probed in test/topologies.
 import { execFile, execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import mysql from 'mysql2';
 import pg from 'pg';
@@ -10,8 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { createGuard, type ProbeReport } from '../src/index.js';
 import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
+import { compiledCli } from './support/compiled-fixtures.js';
 
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+const bin = compiledCli();
 
 function hasFaketime(): boolean {
   try {

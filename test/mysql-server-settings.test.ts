@@ -2,7 +2,6 @@
 // are server-wide, so never on the shared test server): NO_BACKSLASH_ESCAPES and ANSI_QUOTES in
 // sql_mode (a job name must stay a value), and any isolation level (SERIALIZABLE, REPEATABLE READ).
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Kysely, MysqlDialect } from 'kysely';
 import mysql from 'mysql2';
@@ -13,9 +12,10 @@ import { uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
 import { HOSTILE_NAMES, slotRace } from './support/slot-race.js';
+import { compiledCli } from './support/compiled-fixtures.js';
 
 const HOSTILE_SQL_MODE = 'NO_BACKSLASH_ESCAPES,ANSI_QUOTES,STRICT_TRANS_TABLES';
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+const bin = compiledCli();
 
 let server: RunningDatabase | undefined;
 let raw: RawDatabase;

@@ -2,7 +2,6 @@
 // and late events after a win, and the CLI's `slots`.
 import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { CompiledQuery } from 'kysely';
 import cron from 'node-cron';
@@ -13,9 +12,10 @@ import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { loggedKysely } from './support/logged-kysely.js';
 import { openRaw } from './support/raw-database.js';
+import { compiledCli } from './support/compiled-fixtures.js';
 
 const EVERY_SECOND = '* * * * * *';
-const bin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+const bin = compiledCli();
 
 /** The built `cronguard` command: its exit code and output. */
 async function cronguard(args: string[]): Promise<{ code: number; stdout: string }> {

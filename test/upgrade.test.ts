@@ -2,7 +2,6 @@
 // older guard, an older schema is said once, and the versions of lock holders show.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { schemaMigrations, SCHEMA_VERSION } from '../migrations/index.js';
@@ -13,9 +12,10 @@ import { ownDatabaseUrl } from './support/own-database.js';
 import { guardOn, recordingLogger } from './support/guards.js';
 import { importOldRelease, type OldGuard } from './support/old-release.js';
 import { openRaw } from './support/raw-database.js';
+import { compiledCli } from './support/compiled-fixtures.js';
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-const newBin = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+const newBin = compiledCli();
 
 const oldGuards: OldGuard[] = [];
 afterEach(async () => {

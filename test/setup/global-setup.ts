@@ -1,6 +1,10 @@
 // vitest globalSetup: one PostgreSQL and one MariaDB server for the whole run.
 import type { TestProject } from 'vitest/node';
+import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { findMariadbd, startMariadb, startPostgres, type RunningDatabase } from './databases.js';
+import { compileTestPrograms, TEST_PROGRAMS_VARIABLE } from '../support/compiled-fixtures.js';
+import { repoRoot } from '../support/run-process.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -65,7 +69,24 @@ function startMariadbOrSkip(): Promise<RunningDatabase | null> {
   return Promise.resolve(null);
 }
 
+/**
+ * The worker fixtures and the CLI, compiled and bundled once for the run (compiled-fixtures.ts):
+ * every test process finds them through the variable its workers inherit. Without a build, each
+ * test that starts a program fails with the build's message instead.
+ */
+function compilePrograms(): (() => void) | undefined {
+  const root = join(repoRoot, '.tmp', `fixtures-${process.pid}`);
+  try {
+    process.env[TEST_PROGRAMS_VARIABLE] = compileTestPrograms(root, false);
+  } catch (error) {
+    process.stderr.write(`cronguard: the test programs were not compiled: ${error instanceof Error ? error.message : String(error)}\n`);
+    return undefined;
+  }
+  return () => rmSync(root, { recursive: true, force: true });
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const removePrograms = compilePrograms();
   const postgresEnv = envUrl('CRONGUARD_TEST_POSTGRES_URL');
   const dialects = chosenDialects();
   const [postgres, mariadb] = await Promise.allSettled([
@@ -81,6 +102,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   if (postgres.status === 'fulfilled' && postgres.value !== null) running.push(postgres.value);
   if (mariadb.status === 'fulfilled' && mariadb.value !== null) running.push(mariadb.value);
   const teardown = async (): Promise<void> => {
+    removePrograms?.();
     const results = await Promise.allSettled(running.map((db) => db.stop()));
     const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failures.length > 0) {

@@ -1,11 +1,11 @@
 // The `cronguard` command as a user runs it: the built binary in a child process, with no database
 // URL inherited from the environment.
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { compiledCli } from './compiled-fixtures.js';
 
-/** The built CLI entry (`npm run build` first). */
-export const cronguardBin = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+/** The built CLI entry (`npm run build` first), bundled into one file (compiled-fixtures.ts). */
+export const cronguardBin = compiledCli();
 
 export interface CliResult {
   readonly code: number;

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { closeWhenTestEnds } from './case-cleanup.js';
+import { compiledCli } from './compiled-fixtures.js';
 
-const bin = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const bin = compiledCli();
 
 /** A running `cronguard dashboard`: its first stdout line (the URL), its stderr so far, and how to stop it. */
 export interface DashboardCommand {

@@ -1,11 +1,11 @@
-import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { databaseUrl, uniquePrefix, type DialectTarget } from './dialects.js';
 import { withGuardOn } from './guards.js';
 import { startWorker, type Worker } from './processes.js';
 import { describeResult, repoRoot, runProcess } from './run-process.js';
+import { compiledCli } from './compiled-fixtures.js';
 
-const bin = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const bin = compiledCli();
 
 /** Replica processes on one set of migrated tables, and the `cronguard` command against those tables. */
 export interface ReplicaGroup<Message extends { type: string }> {
