@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { GuardError } from '../src/index.js';
 import { dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
 import { guardOn, migratedGuard } from './support/guards.js';
+import { frozenLink } from './support/frozen-link.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
 
 /** Another session holding the (free) lock rows in an open transaction, so that an acquire's UPDATE waits for them. */
@@ -216,10 +217,19 @@ describe.each(dialectTargets())('guard on $name', (target) => {
     it.skipIf(target.name === 'sqlite')(
       'keeps one acquire per job while it hangs, and sends one more after ten acquireTimeouts',
       async () => {
-        const { guard, url, prefix } = await migratedGuard(target, { acquireTimeout: 100 });
+        // What hangs: on MariaDB the take waits for a row another session holds (its lock wait
+        // timeout is whole seconds, far past acquireTimeout). On PostgreSQL the server would answer
+        // that wait at acquireTimeout itself (lock_timeout), a race with the client's own timer on a
+        // loaded machine: there the link to the server freezes instead, as a dead network does.
+        const { guard: migrating, url, prefix } = await migratedGuard(target);
         const job = { name: 'one-at-a-time', lockAtMostFor: '1m' };
-        await guard.run(job, () => 1);
-        const raw = await holdLockRows(target, url, prefix);
+        await migrating.run(job, () => 1);
+        const link = target.name === 'postgres' ? await frozenLink(url) : undefined;
+        const { guard } = guardOn(link?.url ?? url, prefix, { acquireTimeout: 100 });
+        // A connection through the link is open and the guard has read its tables before the hang.
+        expect((await guard.run({ name: 'warm-up', lockAtMostFor: '1m' }, () => 1)).executed).toBe(true);
+        const raw = link === undefined ? await holdLockRows(target, url, prefix) : undefined;
+        link?.freeze();
         try {
           const sent = performance.now();
           const message = async (): Promise<string> => {
@@ -229,14 +239,17 @@ describe.each(dialectTargets())('guard on $name', (target) => {
             return result.error.message;
           };
           expect(await message()).toMatch(/took over 100 ms/);
-          // The first acquire still waits on the row: the next run sends nothing.
+          // The first acquire still waits: the next run sends nothing.
           expect(await message()).toMatch(/has still not answered/);
           // Ten acquireTimeouts on, it may never answer: one fresh acquire goes out.
           await sleep(sent + 1_050 - performance.now());
           expect(await message()).toMatch(/took over 100 ms/);
         } finally {
-          await raw.exec('COMMIT');
-          await raw.close();
+          link?.thaw();
+          await raw?.exec('COMMIT');
+          await raw?.close();
+          await guard.close();
+          await link?.close();
         }
       },
     );

@@ -108,12 +108,13 @@ describe.each(dialectTargets())("the job's safety tools on $name", (target) => {
       async () => {
         // acquireTimeout is SQLite's busy timeout: better-sqlite3 waits for another connection's write
         // lock synchronously, and no timer fires meanwhile. A 3 s wait would hold the signal (due at
-        // 0.6 s) past the lock's expiry (1.2 s): the wait is cut at the deadline instead.
+        // 1.2 s) past the lock's expiry (2.4 s): the wait is cut at the deadline instead. (With 0.6 s
+        // between the two, a full run's loaded machine once stalled this process past the expiry.)
         const { guard, url } = await migratedGuard(target, { acquireTimeout: '3s' });
         const writer = await openRaw('sqlite', url);
         let firedAt = 0;
         let expiresAt = 0;
-        const watched = guard.run({ name: 'watched', lockAtMostFor: 1_200 }, async (ctx) => {
+        const watched = guard.run({ name: 'watched', lockAtMostFor: 2_400 }, async (ctx) => {
           expiresAt = ctx.lockExpiresAt;
           await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
           firedAt = performance.now();
