@@ -311,12 +311,14 @@ describe('an app with no database driver installed', () => {
 
 describe.skipIf(inject('postgresUrl') === null)('a PostgreSQL app with pg installed, and neither better-sqlite3 nor mysql2', () => {
   let app: string;
+  let prefix: string;
   let result: ProcessResult;
 
   beforeAll(async () => {
     app = await installApp('postgres', ['pg']);
     copyFileSync(join(fixture, 'postgres-app.mjs'), join(app, 'postgres-app.mjs'));
-    result = await runProcess(process.execPath, ['postgres-app.mjs', inject('postgresUrl') ?? '', uniquePrefix()], app);
+    prefix = uniquePrefix();
+    result = await runProcess(process.execPath, ['postgres-app.mjs', inject('postgresUrl') ?? '', prefix], app);
   }, 120_000);
 
   it('cannot reach better-sqlite3 or mysql2', () => {
@@ -336,5 +338,19 @@ describe.skipIf(inject('postgresUrl') === null)('a PostgreSQL app with pg instal
     });
     expect(report.loadedPackages.filter((name) => DRIVERS.includes(name))).toEqual(['pg']);
     expect(result.stderr).toBe('');
+  });
+
+  // The suite's other CLI tests run the built CLI bundled into one file (test/support/compiled-fixtures.ts);
+  // this one runs the bin the tarball ships, as `npx cronguard` finds it in the app's node_modules.
+  it("runs the packed bin, unbundled, on the app's tables", async () => {
+    const bin = join(app, 'node_modules', 'cronguard', 'dist', 'src', 'cli', 'main.js');
+    const history = await runProcess(
+      process.execPath,
+      [bin, 'history', '--json', '--database', inject('postgresUrl') ?? '', '--table-prefix', prefix],
+      app,
+    );
+    expect(history.code, describeResult('cronguard history', history)).toBe(0);
+    const page = JSON.parse(history.stdout) as { runs: { job: string; status: string }[] };
+    expect(page.runs.map((run) => [run.job, run.status])).toEqual([['nightly', 'succeeded']]);
   });
 });
