@@ -37,7 +37,12 @@ describe.skipIf(mysqlTarget?.serverUrl === null || mysqlTarget === undefined)('M
       // then a run is skipped as "still not answered" (nothing sent). Any other result is the answer.
       const until = performance.now() + 15_000;
       let result = await guard.run({ name: 'blocked', lockAtMostFor: '1m' }, () => 2);
-      while (!result.executed && result.reason === 'error' && /still not answered/.test(result.error.message) && performance.now() < until) {
+      while (
+        !result.executed &&
+        result.reason === 'error' &&
+        /still not answered/.test(result.error.message) &&
+        performance.now() < until
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 200));
         result = await guard.run({ name: 'blocked', lockAtMostFor: '1m' }, () => 2);
       }

@@ -8,6 +8,8 @@ import { NestFactory } from '@nestjs/core';
 import type { LoggerService } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CronguardModule, CRONGUARD_MODULE_OPTIONS, Guard, GuardedCron } from '../src/nestjs/index.js';
+import { withGuardOn } from './support/guards.js';
+import { spreadOffsetMs } from '../src/core/spread.js';
 import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
 import { assertBuilt, describeResult, repoRoot, runProcess, type ProcessResult } from './support/run-process.js';
 
@@ -100,6 +102,12 @@ describe('@GuardedCron', () => {
     expect(() => GuardedCron('* * * * *', { name: 'bad', lockAtMostFor: '1m', timeZone: 'Mars/Olympus' })).toThrow(
       new TypeError(`Expected \`timezone\` of job "bad" to be an IANA time zone like 'Europe/Paris', got "Mars/Olympus"`),
     );
+    expect(() => GuardedCron('* * * * *', { name: 'bad', lockAtMostFor: '1m', spread: '5 minutes' })).toThrow(
+      new TypeError(`Expected \`spread\` of job "bad" to be a duration like '30s' (or 0 for none), got "5 minutes"`),
+    );
+    expect(() => GuardedCron('*/2 * * * * *', { name: 'bad', lockAtMostFor: '1m', spread: '2s' })).toThrow(
+      /^Expected `spread` of job "bad" to be shorter than the time between two of its slots \(2000 ms\), got "2s"/,
+    );
   });
 });
 
@@ -141,10 +149,10 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
               runProcess(process.execPath, [join(fixture, 'out', 'app.js'), url, prefix, scenario, String(RUN_FOR_MS)], fixture, 90_000),
             ),
           );
-          return { target: target.name, replicas };
+          return { target: target.name, url, prefix, replicas };
         }),
       );
-      for (const { target, replicas } of results) {
+      for (const { target, url, prefix, replicas } of results) {
         for (const replica of replicas) {
           expect(replica.code, describeResult(`${target} replica`, replica)).toBe(0);
           // @nestjs/schedule's cron library says so when a busy machine fires a timer late; nothing else.
@@ -157,7 +165,7 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
             replica.stdout
               .trim()
               .split('\n')
-              .filter((line) => !/^(RAN|DONE) /.test(line)),
+              .filter((line) => !/^(RAN|DONE|SPREAD) /.test(line)),
             target,
           ).toEqual([]);
         }
@@ -176,8 +184,46 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
         // Both replicas' timers would have to miss the same second (a stalled machine) to leave one unrun.
         expect(missing.length, `${target}: missing ${missing.join(', ')}`).toBeLessThanOrEqual(1);
         expect(last - first, target).toBeGreaterThanOrEqual(6_000);
+        if (scenario === 'guarded-cron') await expectSpreadRuns(target, url, prefix, replicas);
       }
     },
     120_000,
   );
 });
+
+/** The `spread` job of the '@GuardedCron' app ('spread-b', every two seconds over 1.9 s). */
+const SPREAD_JOB = 'spread-b';
+const SPREAD_OFFSET_MS = spreadOffsetMs(SPREAD_JOB, 1_900);
+
+/**
+ * `@GuardedCron`'s `spread`: each slot ran once across both replicas, the offset after its nominal
+ * slot (ctx.slot, and the history's), and the slot ledger counts none of them late.
+ */
+async function expectSpreadRuns(target: string, url: string, prefix: string, replicas: ProcessResult[]): Promise<void> {
+  expect(SPREAD_OFFSET_MS).toBe(1_105);
+  const runs = replicas.flatMap((replica) =>
+    replica.stdout
+      .split('\n')
+      .flatMap((line) =>
+        line.startsWith('SPREAD ') ? [JSON.parse(line.slice(7)) as { slot: string | null; start: number; pid: number }] : [],
+      ),
+  );
+  const slots = runs.map((run) => run.slot);
+  expect(runs.length, target).toBeGreaterThanOrEqual(3);
+  expect(new Set(slots).size, `${target}: each slot once, got ${slots.join(', ')}`).toBe(slots.length);
+  for (const run of runs) {
+    const slot = Date.parse(run.slot ?? '');
+    expect(slot % 2_000, target).toBe(0);
+    // The run starts the offset after its slot; lateAfter (1 s) is the most a busy machine may add.
+    expect(run.start - slot, target).toBeGreaterThanOrEqual(SPREAD_OFFSET_MS - 20);
+    expect(run.start - slot, target).toBeLessThan(SPREAD_OFFSET_MS + 1_000);
+  }
+  await withGuardOn(url, prefix, async (guard) => {
+    const { runs: history } = await guard.history({ job: SPREAD_JOB });
+    expect(history.map((run) => run.slot?.toISOString()).sort(), target).toEqual([...slots].sort());
+    const [ledger] = await guard.slots({ job: SPREAD_JOB, since: '1m' });
+    // The declaration carries the window: the ledger counts no spread run late.
+    expect(ledger?.counts.late, target).toBe(0);
+    expect(ledger?.counts.succeeded, target).toBeGreaterThanOrEqual(runs.length - 1);
+  });
+}

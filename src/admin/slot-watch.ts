@@ -106,11 +106,15 @@ export class SlotWatch {
     }
   }
 
-  /** Declares a decorated job that has a `cron` option (one without has no schedule to declare); returns it. */
+  /**
+   * Declares a decorated job that has a `cron` option (one without has no schedule to declare), with
+   * `@GuardedCron`'s `spread` window if any; returns the job.
+   */
   declareDecorated<J extends Omit<WatchedSchedule, 'cron' | 'catchUpMs' | 'spreadMs'> & { readonly cron: CronSlots | undefined }>(
     job: J,
+    spreadMs: number | null = null,
   ): J {
-    if (job.cron !== undefined) this.declare({ ...job, cron: job.cron, catchUpMs: null, spreadMs: null });
+    if (job.cron !== undefined) this.declare({ ...job, cron: job.cron, catchUpMs: null, spreadMs });
     return job;
   }
 

@@ -19,8 +19,14 @@ import { withTimeout } from './timeout.js';
  */
 export interface ResolvedJobRunner {
   resolveJob(options: JobOptions): ResolvedJob;
-  /** `resolveJob` for a method decorator: warns once when the job has neither `cron` nor lockAtLeastFor. */
-  resolveDecoratedJob(options: JobOptions): ResolvedJob;
+  /**
+   * `resolveJob` for a method decorator: warns once when the job has neither `cron` nor
+   * lockAtLeastFor. `spreadMs` is `@GuardedCron`'s `spread` window (null without), for the
+   * guard's declaration of the job's schedule.
+   */
+  resolveDecoratedJob(options: JobOptions, spreadMs?: number | null): ResolvedJob;
+  /** Whether the guard is closed: a run asked for now is refused (a `GUARD_CLOSED` skip, with a warning). */
+  readonly closed: boolean;
   runResolved<T>(job: ResolvedJob, fn: JobFunction<T>, request: RunRequest): Promise<RunResult<Awaited<T>>>;
   /**
    * The runs of these jobs start next, in this turn of the event loop: their acquires go to the

@@ -16,11 +16,24 @@ export function spreadOffsetMs(name: string, spreadMs: number | null): number {
   return digest.readUIntBE(0, 6) % spreadMs;
 }
 
+/**
+ * When a spread run of `slot` starts (ms since the epoch): the slot plus the job's offset, counted
+ * from the slot rather than from the timer that fired it (a late timer does not push the start
+ * further). An offset as long as the gap to the next slot (a schedule irregular past what `spread`
+ * was checked against, a DST night) is cut to just before the next slot, so the runs still follow
+ * their slots.
+ */
+export function spreadStartMs(cron: Pick<CronSlots, 'fireAfter'>, slot: Date, offsetMs: number): number {
+  const at = slot.getTime();
+  const gapMs = cron.fireAfter(slot).getTime() - at;
+  return at + Math.min(offsetMs, Math.max(gapMs - 1, 0));
+}
+
 /** How many of a schedule's coming fires `resolveSpread` checks the window against. */
 const FIRES_CHECKED = 100;
 
 /**
- * The `spread` option of `guard.schedule`: the window in ms, or null without one (absent, 0, or
+ * The `spread` option of `guard.schedule` and `@GuardedCron`: the window in ms, or null without one (absent, 0, or
  * false); a `TypeError` naming the option and the job when it is not a duration, or when it is not
  * shorter than the gap between two fires of the schedule (the shortest of its next 100 gaps): an
  * offset as long as the gap would start a slot's run after the next slot, so the runs of a job

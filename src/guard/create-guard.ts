@@ -79,7 +79,11 @@ export class Guard extends OperatedGuard implements RunnerHost {
     this.#jobs = {
       resolveJob: (jobOptions) => runner.resolveJob(jobOptions),
       // A decorated job with `cron` declares its schedule (the slot ledger).
-      resolveDecoratedJob: (jobOptions) => admin.slotWatch.declareDecorated(runner.resolveDecoratedJob(jobOptions)),
+      resolveDecoratedJob: (jobOptions, spreadMs = null) =>
+        admin.slotWatch.declareDecorated(runner.resolveDecoratedJob(jobOptions), spreadMs),
+      get closed() {
+        return runner.closed;
+      },
       runResolved: (job, fn, request) => {
         operator.countFailures(job);
         return runner.runResolved(job, fn, request);

@@ -146,11 +146,11 @@ export class OperatedGuard {
    * trigger take as `guard.schedule`'s jobs); returns the function that stops. For this package's
    * entries above the guard (the NestJS module). @internal
    */
-  [TRIGGER_WATCH](job: ResolvedJob, fn: JobFunction<unknown>): () => void {
-    // A job this replica answers triggers for is declared now, with its `cron` (a `@GuardedCron`
-    // method): `cronguard trigger` refuses names the tables have never seen, and a job that has
-    // not fired yet would otherwise be one of them.
-    this.#admin.slotWatch.declareDecorated(job);
+  [TRIGGER_WATCH](job: ResolvedJob, fn: JobFunction<unknown>, spreadMs: number | null = null): () => void {
+    // A job this replica answers triggers for is declared now, with its `cron` and `spread` (a
+    // `@GuardedCron` method): `cronguard trigger` refuses names the tables have never seen, and a
+    // job that has not fired yet would otherwise be one of them.
+    this.#admin.slotWatch.declareDecorated(job, spreadMs);
     return this.#controls.watchTriggers(job, fn);
   }
 }

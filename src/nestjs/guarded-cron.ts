@@ -2,6 +2,9 @@ import { Cron } from '@nestjs/schedule';
 import { lateBoundRunner, createGuardedDecorator } from '../integrations/decorators/guarded.js';
 import { GuardError } from '../core/errors.js';
 import { checkJobOptions, type JobOptions } from '../core/job-options.js';
+import { resolveCronSlots } from '../core/cron-slots.js';
+import type { DurationInput } from '../core/duration.js';
+import { resolveSpread } from '../core/spread.js';
 import type { Guard } from '../guard/create-guard.js';
 import type { OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { DiscoveryService } from '@nestjs/core';
@@ -16,6 +19,16 @@ export interface GuardedCronOptions extends Omit<JobOptions, 'cron' | 'timezone'
   timeZone?: string;
   /** Registers the job as disabled in Nest's SchedulerRegistry (start it by hand). @default false */
   disabled?: boolean;
+  /**
+   * Starts each run a stable offset after its slot, inside this window: the offset comes from a
+   * hash of the job's name (the same on every replica and after every restart), so jobs on the same
+   * schedule stop hitting the database at the same instant. The slot stays the nominal time (what
+   * `ctx.slot` and the history show; every replica races for it, so it runs once), and the slot
+   * ledger does not count a spread run late. Shorter than the time between two slots (a `TypeError`
+   * otherwise); as `guard.schedule`'s `spread`.
+   * @default 0: no spread, each run starts at its slot
+   */
+  spread?: DurationInput;
 }
 
 /**
@@ -27,13 +40,14 @@ export interface GuardedCronOptions extends Omit<JobOptions, 'cron' | 'timezone'
  * `experimentalDecorators`, as NestJS compiles. Options are checked now: a `TypeError` when wrong.
  */
 export function GuardedCron(expression: string, options: GuardedCronOptions): MethodDecorator {
-  const { timeZone, disabled, ...job } = options;
+  const { timeZone, disabled, spread, ...job } = options;
   const jobOptions: JobOptions = {
     ...job,
     cron: expression,
     ...(timeZone === undefined ? {} : { timezone: timeZone }),
   };
   checkJobOptions(jobOptions);
+  const spreadMs = resolveSpread(spread, jobOptions.name, resolveCronSlots(expression, timeZone, jobOptions.name));
   const guard = createGuardedDecorator(
     lateBoundRunner(
       jobOptions,
@@ -45,6 +59,7 @@ export function GuardedCron(expression: string, options: GuardedCronOptions): Me
             'CronguardModule.forRoot(…) or forRootAsync(…) in your application module',
           { job: jobOptions.name },
         ),
+      spreadMs,
     ),
   );
   const schedule = Cron(expression, {
@@ -57,7 +72,7 @@ export function GuardedCron(expression: string, options: GuardedCronOptions): Me
     // Guard first, so that Nest's metadata lands on the function it will call: the wrapper.
     (guard as (target: object, key: string | symbol, descriptor: PropertyDescriptor) => void)(target, propertyKey, descriptor);
     // CronguardModule finds it there, to answer "run now" requests with the method itself.
-    markGuardedCron(descriptor.value, jobOptions, method);
+    markGuardedCron(descriptor.value, jobOptions, method, spreadMs);
     schedule(target, propertyKey, descriptor);
   };
 }
@@ -80,12 +95,14 @@ const GUARDED_CRON: unique symbol = Symbol('cronguard.guardedCron');
 interface GuardedCronMark {
   readonly options: JobOptions;
   readonly method: (this: unknown) => unknown;
+  /** The `spread` window in ms, or null: the job's schedule is declared with it. */
+  readonly spreadMs: number | null;
 }
 
 /** Marks the guarded method (the function Nest's class holds) with its job and the method it wraps. */
-export function markGuardedCron(guarded: unknown, options: JobOptions, method: unknown): void {
+export function markGuardedCron(guarded: unknown, options: JobOptions, method: unknown, spreadMs: number | null): void {
   if (typeof guarded !== 'function' || typeof method !== 'function') return;
-  const mark: GuardedCronMark = { options, method: method as GuardedCronMark['method'] };
+  const mark: GuardedCronMark = { options, method: method as GuardedCronMark['method'], spreadMs };
   Object.defineProperty(guarded, GUARDED_CRON, { value: mark });
 }
 
@@ -111,7 +128,7 @@ export class GuardedCronTriggers implements OnApplicationBootstrap, OnModuleDest
       if (typeof instance !== 'object' || instance === null || !wrapper.isDependencyTreeStatic()) continue;
       for (const mark of marksOf(instance)) {
         const job = this.guard.resolveJob(mark.options);
-        this.#stops.push(this.guard[TRIGGER_WATCH](job, () => mark.method.call(instance)));
+        this.#stops.push(this.guard[TRIGGER_WATCH](job, () => mark.method.call(instance), mark.spreadMs));
       }
     }
   }

@@ -1,10 +1,12 @@
 import type { ExecutionContext } from '../../core/execution-context.js';
-import type { RunResult } from '../../core/run-result.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RunResult, Skip } from '../../core/run-result.js';
 import { describeValue } from '../../core/describe-value.js';
 import { GuardError } from '../../core/errors.js';
 import { type JobOptions, checkJobOptions, type ResolvedJob } from '../../core/job-options.js';
 import type { JobFunction } from '../../core/execute.js';
 import { UNSCHEDULED } from '../../core/run-request.js';
+import { spreadOffsetMs, spreadStartMs } from '../../core/spread.js';
 import type { ResolvedJobRunner } from '../../core/runner.js';
 
 /**
@@ -175,22 +177,39 @@ export interface RunnerHost {
  * How a decorator declared before its guard exists runs: the guard is looked up at each call
  * (`hostOf`, undefined before one is set), the job's options are resolved against that guard's
  * defaults once per guard, and the call runs without a slot of its own (a `cron` option claims one).
+ * With a `spread` window (`@GuardedCron`'s, in ms; the job then has `cron`), a call claims the slot
+ * its expression last fired at and starts the job's offset after that slot (`spreadStartMs`): every
+ * replica still races for that nominal slot, so it runs once. The wait holds no process open and
+ * no shutdown waits for it; one that ends after the guard closed runs nothing, and says nothing.
  */
 export function lateBoundRunner(
   options: JobOptions,
   hostOf: () => RunnerHost | undefined,
   noHost: () => Error,
+  spreadMs: number | null = null,
 ): (fn: JobFunction<unknown>) => Promise<RunResult<unknown>> {
   const resolved = new WeakMap<RunnerHost, ResolvedJob>();
+  const offsetMs = spreadOffsetMs(options.name, spreadMs);
   return async (fn) => {
     const host = hostOf();
     if (host === undefined) throw noHost();
     const runner = host[RUNNER];
     let job = resolved.get(host);
     if (job === undefined) {
-      job = runner.resolveDecoratedJob(options);
+      job = runner.resolveDecoratedJob(options, spreadMs);
       resolved.set(host, job);
     }
-    return runner.runResolved(job, fn, UNSCHEDULED);
+    if (spreadMs === null || job.cron === undefined) return runner.runResolved(job, fn, UNSCHEDULED);
+    const slot = job.cron.slotAt(new Date());
+    const waitMs = spreadStartMs(job.cron, slot, offsetMs) - Date.now();
+    if (waitMs > 0) await sleep(waitMs, undefined, { ref: false });
+    if (runner.closed) return closedWhileSpread(job.name);
+    return runner.runResolved(job, fn, { slot });
   };
+}
+
+/** The result of a spread call whose wait ended after its guard closed: nothing ran, nothing was sent. */
+function closedWhileSpread(name: string): Skip {
+  const message = `The guard closed while job "${name}" waited for its spread offset; the slot was not run here`;
+  return { executed: false, reason: 'error', error: new GuardError('GUARD_CLOSED', message, { job: name }) };
 }
