@@ -16,7 +16,7 @@ import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
 import type { Logger } from '../../core/logger.js';
 import type { RunResult } from '../../core/run-result.js';
 import { asCatchUp, resolveCatchUp } from './catch-up.js';
-import { watchWhileScheduling } from './coordinator-triggers.js';
+import { watchWhileScheduling } from './coordinator.js';
 import type { SlotFireEntry, SlotFires } from './slot-fires.js';
 import { scheduleOnZonedFires } from './slot-heartbeat.js';
 import { spreadFires } from './spread-fires.js';
