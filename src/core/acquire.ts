@@ -7,7 +7,7 @@ import { noteFireStep } from './fire-timeline.js';
 import { HeldLock } from './held-lock.js';
 import { readOnlyDatabaseError } from './read-only.js';
 import type { ResolvedJob } from './job-options.js';
-import type { LockSite, RunDependencies } from './run-dependencies.js';
+import type { RunDependencies, RunState } from './run-state.js';
 import type { RunRequest } from './run-request.js';
 import { SKIPPED_LOCKED, SKIPPED_PAUSED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
@@ -25,7 +25,7 @@ const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({
  * process, and the log of failed ones. Made and used by the `Runner` only.
  */
 export class LockAcquirer {
-  readonly #site: LockSite;
+  readonly #state: RunState;
   /**
    * The jobs whose acquire is under way in this process, whether it has outlived acquireTimeout,
    * and when it was sent (performance.now()). Their other runs are skipped without sending another
@@ -37,10 +37,10 @@ export class LockAcquirer {
   /** Sends the acquires started in one turn of the event loop together, where the store can. */
   readonly #batcher: AcquireBatcher;
 
-  constructor(site: LockSite) {
-    this.#site = site;
-    this.#failureLog = new AcquireFailureLog(site.dependencies.logger);
-    this.#batcher = new AcquireBatcher(site.dependencies.store);
+  constructor(state: RunState) {
+    this.#state = state;
+    this.#failureLog = new AcquireFailureLog(state.dependencies.logger);
+    this.#batcher = new AcquireBatcher(state.dependencies.store);
   }
 
   /** The acquires of these jobs come next, in this turn of the event loop: they go together at once (core/tick-batch.ts). */
@@ -54,8 +54,8 @@ export class LockAcquirer {
    * an `error` event.
    */
   async acquire(job: ResolvedJob, { slot, trigger }: RunRequest): Promise<HeldLock | Skip> {
-    const site = this.#site;
-    const environment = site.dependencies;
+    const state = this.#state;
+    const environment = state.dependencies;
     const pending = this.#pending.get(job.name);
     // An acquire that has not answered for ten times acquireTimeout may never answer (a server that
     // vanished without closing the connection): past that, one fresh acquire may go out, so that a
@@ -67,7 +67,7 @@ export class LockAcquirer {
       token: randomUUID(),
       lockedBy: environment.lockedBy,
       slot,
-      expectFree: !waitForPending && site.releasedLocks.takeExpectFree(job.name),
+      expectFree: !waitForPending && state.releasedLocks.takeExpectFree(job.name),
       // A manual run (guard.trigger): the take also requires and clears the pending request.
       ...(trigger === undefined ? {} : { trigger }),
     };
@@ -101,7 +101,7 @@ export class LockAcquirer {
     try {
       outcome = await statementAnswer(environment.store, acquiring, environment.statementTimeoutMs);
     } catch (cause) {
-      if (site.isClosed()) {
+      if (state.closed) {
         // Shutdown cancelled it on the server (LockStore.cancelAcquires) once its timeout passed.
         const message = `The guard shut down while job "${job.name}" was taking its lock, so the run was skipped`;
         return this.#failed(job, slot, new GuardError('GUARD_CLOSED', message, { cause, job: job.name }));
@@ -113,11 +113,11 @@ export class LockAcquirer {
       // nobody runs under that lock: give it back at once. Shutdown waits for that (up to its
       // timeout) before it ends the pool, or the lock would stay held for lockAtMostFor.
       entry.timedOut = true;
-      void site.track(
+      void state.track(
         acquiring.then(
           async (late) => {
             // giveBack never rejects. The slot, if any, stays marked as run: nothing ran it.
-            if (late === 'acquired') await new HeldLock(site, job, request, acquireSentAt).giveBack(ACQUIRE_TIMED_OUT);
+            if (late === 'acquired') await new HeldLock(state, job, request, acquireSentAt).giveBack(ACQUIRE_TIMED_OUT);
           },
           () => undefined,
         ),
@@ -130,7 +130,7 @@ export class LockAcquirer {
     this.#failureLog.answered(job.name);
     if (outcome === 'acquired') {
       if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
-      return new HeldLock(site, job, request, acquireSentAt);
+      return new HeldLock(state, job, request, acquireSentAt);
     }
     return this.#skipped(job, request, outcome);
   }
@@ -141,7 +141,7 @@ export class LockAcquirer {
     reason: 'locked' | 'slot-done' | 'paused',
     { record }: { record: boolean } = { record: true },
   ): Promise<Skip> {
-    const environment = this.#site.dependencies;
+    const environment = this.#state.dependencies;
     if (record && environment.recordSkips) await recordSkip(environment, job, request);
     if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot: request.slot, reason });
     // A pause is a result like the others: an event, never a log line per tick.
@@ -151,7 +151,7 @@ export class LockAcquirer {
 
   /** A skip for a failed acquire: logged (thinned during an outage), and an `error` and a `skipped` event every time. */
   #failed(job: ResolvedJob, slot: Date | null, error: GuardError): Skip {
-    const { events } = this.#site.dependencies;
+    const { events } = this.#state.dependencies;
     if (error.code === 'READ_ONLY_DATABASE') this.#failureLog.failedReadOnly(error.message);
     else this.#failureLog.failed(job.name, error.message);
     events.emit('error', { job: job.name, error });
