@@ -5,11 +5,10 @@ import type { DurationInput } from '../../core/duration.js';
 import type { JobFunction } from '../../core/execute.js';
 import { messageOf } from '../../core/errors.js';
 import { isHeld, SUCCEEDED_ENDING, type HeldLock } from '../../core/held-lock.js';
-import { resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
+import { lockAtLeastForError, resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
 import type { Logger } from '../../core/logger.js';
 import type { LockTaker } from '../../core/runner.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
-import { lockAtLeastForError } from '../../core/duration-rules.js';
 
 /** Lock durations for the tasks a node-cron coordinator serves. */
 export interface CoordinatorOptions {
