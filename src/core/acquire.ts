@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { AcquireBatcher } from './acquire-batch.js';
 import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
-import { GuardError, messageOf } from './errors.js';
+import { GuardError, messageOf, readOnlyDatabaseError } from './errors.js';
 import { AcquireFailureLog } from './failure-log.js';
 import { noteFireStep } from './fire-timeline.js';
 import { HeldLock } from './held-lock.js';
-import { readOnlyDatabaseError } from './read-only.js';
 import type { ResolvedJob } from './job-options.js';
 import type { RunDependencies, RunState } from './run-state.js';
-import type { RunRequest } from './run-request.js';
-import { SKIPPED_LOCKED, SKIPPED_PAUSED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
+import { SKIPPED_LOCKED, SKIPPED_PAUSED, SKIPPED_SLOT_DONE, type Skip, type RunRequest } from './run-result.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 /** After this many acquireTimeouts, an acquire that never answered no longer holds back the next one. */

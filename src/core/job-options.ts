@@ -1,4 +1,4 @@
-import { describeValue } from './describe-value.js';
+import { describeValue } from './errors.js';
 import { parseDuration, type DurationInput } from './duration.js';
 import { resolveCronSlots, type CronSlots } from './cron-slots.js';
 

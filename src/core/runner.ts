@@ -6,8 +6,7 @@ import { isHeld, SUCCEEDED_ENDING, type HeldLock } from './held-lock.js';
 import { resolveJob, type JobOptions, type ResolvedJob } from './job-options.js';
 import type { Logger } from './logger.js';
 import { RunState, type RunDependencies } from './run-state.js';
-import type { RunRequest } from './run-request.js';
-import type { RunResult, Skip } from './run-result.js';
+import type { RunRequest, RunResult, Skip } from './run-result.js';
 import { withTimeout } from './timeout.js';
 
 /**

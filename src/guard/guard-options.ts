@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { dialectOf, missingDatabase, type DatabaseInput } from '../dialects/connect.js';
 import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../dialects/table-names.js';
-import { describeValue } from '../core/describe-value.js';
+import { describeValue } from '../core/errors.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
 import { resolveDefaults, type JobDefaults, type ResolvedDefaults } from '../core/job-options.js';
