@@ -1,7 +1,6 @@
 import { IANAZone } from 'luxon';
 import { schedule as scheduleTask, type ScheduledTask, type TaskContext } from 'node-cron';
 import type { SlotWatch } from '../../admin/slot-watch.js';
-import { isCancellation } from '../../core/cancellation.js';
 import { assertCronExpression } from '../../core/cron-fields.js';
 import { MAX_CRON_EXPRESSION_LENGTH, resolveCronSlots } from '../../core/cron-slots.js';
 import { parseDuration, type DurationInput } from '../../core/duration.js';
@@ -10,7 +9,7 @@ import { resolveSpread, spreadOffsetMs } from '../../core/spread.js';
 import type { ResolvedJobRunner } from '../../core/runner.js';
 import { messageOf, type GuardError, describeValue } from '../../core/errors.js';
 import type { ExecutionContext } from '../../core/execution-context.js';
-import type { JobFunction } from '../../core/execute.js';
+import { isCancellation, type JobFunction } from '../../core/execute.js';
 import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
 import type { Logger } from '../../core/logger.js';
 import type { RunResult } from '../../core/run-result.js';
