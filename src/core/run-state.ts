@@ -11,8 +11,8 @@ export type RunContext = <T>(runId: string, job: () => T) => T;
 
 /**
  * What a guard's runs depend on and never change: the lock store on its database, its events, its
- * logger. The `Runner` is built with it; the run state (what is in flight, running, being taken)
- * is the Runner's own.
+ * logger. The `Runner` is built with it; the run state (`RunState`, below: what is in flight, the
+ * released locks' hints, closed or ended; and the executions running now) is the Runner's own.
  */
 export interface RunDependencies {
   readonly store: LockStore;
