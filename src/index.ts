@@ -1,5 +1,5 @@
 export { createGuard, Guard } from './guard/create-guard.js';
-export type { ShutdownOptions } from './guard/shutdown.js';
+export type { ShutdownOptions } from './guard/guard-options.js';
 export type { GuardOptions } from './guard/guard-options.js';
 export type { ScheduleOptions } from './integrations/node-cron/schedule.js';
 export type { CoordinatorOptions } from './integrations/node-cron/coordinator.js';

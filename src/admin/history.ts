@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { quotedTable } from '../dialects/common/quote.js';
-import { describeValue } from '../core/describe-value.js';
+import { describeValue } from '../core/errors.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
 import { validateJobName } from '../core/job-options.js';

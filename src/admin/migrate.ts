@@ -12,10 +12,9 @@ import {
 import type { MigrationContext } from '../../migrations/context.js';
 import { baseMigrations, schemaMigrations } from '../../migrations/index.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
-import { GuardError, messageOf } from '../core/errors.js';
+import { GuardError, messageOf, readOnlyDatabaseError } from '../core/errors.js';
 import { withMigrationLease, withoutKyselyMigrationLock } from './migration-lease.js';
 import { appliedSchemaMigrations, readSchemaVersions, type SchemaVersions } from './versions.js';
-import { readOnlyDatabaseError } from '../core/read-only.js';
 import { quotedTable } from '../dialects/common/quote.js';
 
 /**

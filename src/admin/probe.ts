@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Dialect, DialectName, TableNames, ServerFacts } from '../core/dialect.js';
-import { describeValue } from '../core/describe-value.js';
-import { messageOf } from '../core/errors.js';
+import { messageOf, describeValue } from '../core/errors.js';
 import { quotedTable } from '../dialects/common/quote.js';
 import { dialectOfUrl } from '../dialects/connect.js';
 import { toDate } from './run-record.js';

@@ -1,7 +1,7 @@
 import { formatTable, oneLine, printable } from './format.js';
 import type { Guard } from '../guard/create-guard.js';
 import type { RunStatus } from '../admin/run-record.js';
-import { formatDuration, formatTime } from '../core/time-text.js';
+import { formatDuration, formatTime } from '../core/duration.js';
 import { defaultActor, didYouMean, assertKnownJob, unknownJobError, UsageError } from './arguments.js';
 
 export { UsageError } from './arguments.js';

@@ -1,7 +1,7 @@
 import { GuardError } from '../core/errors.js';
 import type { Guard } from '../guard/create-guard.js';
 import { formatTable, oneLine, printable } from './format.js';
-import { formatTime } from '../core/time-text.js';
+import { formatTime } from '../core/duration.js';
 import { UsageError, type CommandOptions, type CommandOutput } from './commands.js';
 import { didYouMean, timeArgument, defaultActor } from './arguments.js';
 

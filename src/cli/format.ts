@@ -1,4 +1,4 @@
-/** Text for people: aligned tables, printable cells (durations and times: core/time-text.ts). */
+/** Text for people: aligned tables, printable cells (durations and times: core/duration.ts). */
 
 /**
  * Text with its control characters written as `\x1b` escapes: a job name, a holder or an error

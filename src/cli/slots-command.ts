@@ -2,7 +2,7 @@ import type { Guard } from '../guard/create-guard.js';
 import { type LedgerSlot, SLOT_OUTCOMES, type SlotOutcome } from '../core/slot-ledger.js';
 import type { CommandOptions, CommandOutput } from './commands.js';
 import { formatTable, printable } from './format.js';
-import { formatTime } from '../core/time-text.js';
+import { formatTime } from '../core/duration.js';
 import { assertKnownJob, timeArgument } from './arguments.js';
 
 /** Outcomes listed per slot (all but a success and a run still going); the others are only counted. */

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { AcquireBatcher } from './acquire-batch.js';
 import type { AcquireOutcome, AcquireRequest, Dialect, RunOutcome } from './dialect.js';
-import { GuardError, messageOf } from './errors.js';
-import { AcquireFailureLog } from './failure-log.js';
+import { GuardError, messageOf, readOnlyDatabaseError } from './errors.js';
 import { noteFireStep } from './fire-timeline.js';
 import { HeldLock } from './held-lock.js';
-import { readOnlyDatabaseError } from './read-only.js';
 import type { ResolvedJob } from './job-options.js';
-import type { LockSite, RunDependencies } from './run-dependencies.js';
-import type { RunRequest } from './run-request.js';
-import { SKIPPED_LOCKED, SKIPPED_PAUSED, SKIPPED_SLOT_DONE, type Skip } from './run-result.js';
+import type { Logger } from './logger.js';
+import type { RunDependencies, RunState } from './run-state.js';
+import { SKIPPED_LOCKED, SKIPPED_PAUSED, SKIPPED_SLOT_DONE, type Skip, type RunRequest } from './run-result.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 /** After this many acquireTimeouts, an acquire that never answered no longer holds back the next one. */
@@ -25,7 +23,7 @@ const ACQUIRE_TIMED_OUT: RunOutcome = Object.freeze({
  * process, and the log of failed ones. Made and used by the `Runner` only.
  */
 export class LockAcquirer {
-  readonly #site: LockSite;
+  readonly #state: RunState;
   /**
    * The jobs whose acquire is under way in this process, whether it has outlived acquireTimeout,
    * and when it was sent (performance.now()). Their other runs are skipped without sending another
@@ -37,10 +35,10 @@ export class LockAcquirer {
   /** Sends the acquires started in one turn of the event loop together, where the store can. */
   readonly #batcher: AcquireBatcher;
 
-  constructor(site: LockSite) {
-    this.#site = site;
-    this.#failureLog = new AcquireFailureLog(site.dependencies.logger);
-    this.#batcher = new AcquireBatcher(site.dependencies.store);
+  constructor(state: RunState) {
+    this.#state = state;
+    this.#failureLog = new AcquireFailureLog(state.dependencies.logger);
+    this.#batcher = new AcquireBatcher(state.dependencies.store);
   }
 
   /** The acquires of these jobs come next, in this turn of the event loop: they go together at once (core/tick-batch.ts). */
@@ -54,8 +52,8 @@ export class LockAcquirer {
    * an `error` event.
    */
   async acquire(job: ResolvedJob, { slot, trigger }: RunRequest): Promise<HeldLock | Skip> {
-    const site = this.#site;
-    const environment = site.dependencies;
+    const state = this.#state;
+    const environment = state.dependencies;
     const pending = this.#pending.get(job.name);
     // An acquire that has not answered for ten times acquireTimeout may never answer (a server that
     // vanished without closing the connection): past that, one fresh acquire may go out, so that a
@@ -67,7 +65,7 @@ export class LockAcquirer {
       token: randomUUID(),
       lockedBy: environment.lockedBy,
       slot,
-      expectFree: !waitForPending && site.releasedLocks.takeExpectFree(job.name),
+      expectFree: !waitForPending && state.releasedLocks.takeExpectFree(job.name),
       // A manual run (guard.trigger): the take also requires and clears the pending request.
       ...(trigger === undefined ? {} : { trigger }),
     };
@@ -101,7 +99,7 @@ export class LockAcquirer {
     try {
       outcome = await statementAnswer(environment.store, acquiring, environment.statementTimeoutMs);
     } catch (cause) {
-      if (site.isClosed()) {
+      if (state.closed) {
         // Shutdown cancelled it on the server (LockStore.cancelAcquires) once its timeout passed.
         const message = `The guard shut down while job "${job.name}" was taking its lock, so the run was skipped`;
         return this.#failed(job, slot, new GuardError('GUARD_CLOSED', message, { cause, job: job.name }));
@@ -113,11 +111,11 @@ export class LockAcquirer {
       // nobody runs under that lock: give it back at once. Shutdown waits for that (up to its
       // timeout) before it ends the pool, or the lock would stay held for lockAtMostFor.
       entry.timedOut = true;
-      void site.track(
+      void state.track(
         acquiring.then(
           async (late) => {
             // giveBack never rejects. The slot, if any, stays marked as run: nothing ran it.
-            if (late === 'acquired') await new HeldLock(site, job, request, acquireSentAt).giveBack(ACQUIRE_TIMED_OUT);
+            if (late === 'acquired') await new HeldLock(state, job, request, acquireSentAt).giveBack(ACQUIRE_TIMED_OUT);
           },
           () => undefined,
         ),
@@ -130,7 +128,7 @@ export class LockAcquirer {
     this.#failureLog.answered(job.name);
     if (outcome === 'acquired') {
       if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
-      return new HeldLock(site, job, request, acquireSentAt);
+      return new HeldLock(state, job, request, acquireSentAt);
     }
     return this.#skipped(job, request, outcome);
   }
@@ -141,7 +139,7 @@ export class LockAcquirer {
     reason: 'locked' | 'slot-done' | 'paused',
     { record }: { record: boolean } = { record: true },
   ): Promise<Skip> {
-    const environment = this.#site.dependencies;
+    const environment = this.#state.dependencies;
     if (record && environment.recordSkips) await recordSkip(environment, job, request);
     if (environment.events.has('skipped')) environment.events.emit('skipped', { job: job.name, slot: request.slot, reason });
     // A pause is a result like the others: an event, never a log line per tick.
@@ -151,7 +149,7 @@ export class LockAcquirer {
 
   /** A skip for a failed acquire: logged (thinned during an outage), and an `error` and a `skipped` event every time. */
   #failed(job: ResolvedJob, slot: Date | null, error: GuardError): Skip {
-    const { events } = this.#site.dependencies;
+    const { events } = this.#state.dependencies;
     if (error.code === 'READ_ONLY_DATABASE') this.#failureLog.failedReadOnly(error.message);
     else this.#failureLog.failed(job.name, error.message);
     events.emit('error', { job: job.name, error });
@@ -198,4 +196,90 @@ function acquireError(dialect: Dialect, job: ResolvedJob, cause: unknown): Guard
     cause,
     job: job.name,
   });
+}
+
+/** At most one line a minute per job while its acquires keep failing. */
+export const OUTAGE_SUMMARY_INTERVAL_MS = 60_000;
+
+/** One job's run of failed acquires: when it began, how many failed, and when a line last went out. */
+interface Outage {
+  readonly since: number;
+  failures: number;
+  /** Failures since the last line logged (the first failure, or the last summary). */
+  unlogged: number;
+  loggedAt: number;
+}
+
+/**
+ * Logs the acquire failures of one guard without flooding its logger: with the database down,
+ * every job fails at every tick (100 jobs every second, 100 lines a second). A job's first failure
+ * is logged as it is; while the failures last, at most one summary line a minute says how many runs
+ * were skipped; the first acquire that gets an answer again logs one line. Only the log is thinned:
+ * every failure still emits its `error` and `skipped` events, and so reaches the metrics.
+ *
+ * A read-only database (`failedReadOnly`) fails every job's acquire for one reason: said once per
+ * guard, not once per job, then summed up as any outage, until an acquire gets an answer.
+ *
+ * The minute is counted on the wall clock (`Date.now()`): this only spaces log lines, and a clock
+ * that steps back lets the next summary out at once rather than holding it back.
+ */
+export class AcquireFailureLog {
+  readonly #logger: Logger;
+  readonly #outages = new Map<string, Outage>();
+  /** The guard-wide outage of a read-only database, if one is under way. */
+  #readOnly: Outage | undefined;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  /** An acquire of `job` failed and its run was skipped; `message` says why. */
+  failed(job: string, message: string): void {
+    const outage = this.#outages.get(job);
+    if (outage === undefined) this.#outages.set(job, this.#began(message));
+    else this.#again(outage, `Job ${JSON.stringify(job)} still cannot take its lock`, message);
+  }
+
+  /** An acquire failed because the database is read-only: one line for all the guard's jobs. */
+  failedReadOnly(message: string): void {
+    if (this.#readOnly === undefined) this.#readOnly = this.#began(message);
+    else this.#again(this.#readOnly, 'The database is still read-only', message);
+  }
+
+  #began(message: string): Outage {
+    const now = Date.now();
+    this.#logger.error(message);
+    return { since: now, failures: 1, unlogged: 0, loggedAt: now };
+  }
+
+  #again(outage: Outage, headline: string, message: string): void {
+    const now = Date.now();
+    outage.failures += 1;
+    outage.unlogged += 1;
+    if (now - outage.loggedAt < OUTAGE_SUMMARY_INTERVAL_MS && now >= outage.loggedAt) return;
+    this.#logger.error(
+      `${headline}: ${outage.unlogged} more run(s) skipped since the last message, ` +
+        `${outage.failures} since ${new Date(outage.since).toISOString()}. Latest: ${message}`,
+    );
+    outage.unlogged = 0;
+    outage.loggedAt = now;
+  }
+
+  /** An acquire of `job` got the database's answer (taken, or held elsewhere): an outage, if any, is over. */
+  answered(job: string): void {
+    const readOnly = this.#readOnly;
+    if (readOnly !== undefined) {
+      this.#readOnly = undefined;
+      this.#logger.warn(
+        `The database takes writes again: ${readOnly.failures} run(s) were skipped since ${new Date(readOnly.since).toISOString()} because it was read-only`,
+      );
+    }
+    const outage = this.#outages.get(job);
+    if (outage === undefined) return;
+    this.#outages.delete(job);
+    this.#logger.warn(
+      `Job ${JSON.stringify(job)} can take its lock again: ${outage.failures} run(s) were skipped since ` +
+        `${new Date(outage.since).toISOString()} because taking the lock failed`,
+    );
+  }
 }

@@ -1,5 +1,5 @@
 import { validateDetailed } from 'node-cron';
-import { describeValue } from './describe-value.js';
+import { describeValue } from './errors.js';
 
 /** A field of a cron expression: its name in messages and the values node-cron reads in it. */
 interface CronField {

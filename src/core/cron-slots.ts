@@ -1,6 +1,6 @@
 import { IANAZone } from 'luxon';
 import { assertCronExpression } from './cron-fields.js';
-import { describeValue } from './describe-value.js';
+import { describeValue } from './errors.js';
 import { createTask } from 'node-cron';
 import type { Logger } from './logger.js';
 

@@ -1,5 +1,6 @@
 import type { Kysely, RawBuilder, TableMetadata } from 'kysely';
 import type { LockStore } from './lock-store.js';
+import type { ReadOnlyKind } from './errors.js';
 import type { Logger } from './logger.js';
 
 export type { AcquireOutcome, AcquireRequest, BatchedAcquire, BatchedRelease, LockStore, RunOutcome } from './lock-store.js';
@@ -7,8 +8,7 @@ export type { AcquireOutcome, AcquireRequest, BatchedAcquire, BatchedRelease, Lo
 export type DialectName = 'postgres' | 'mysql' | 'sqlite';
 
 /** The tables of one guard, from its `tablePrefix`. Names are validated identifiers, unquoted. */
-/** What a server that refuses writes is (`Dialect.readOnlyKind`). */
-export type ReadOnlyKind = 'standby' | 'server';
+export type { ReadOnlyKind } from './errors.js';
 
 /**
  * A guard's database and identity, made once by the guard and handed whole to what works on its

@@ -1,3 +1,5 @@
+import { inspect } from 'node:util';
+
 /**
  * Every `GuardError` code, each with its meaning (editors show it on `GuardErrorCodes.X`). Compare
  * `error.code` with the constant or with the string: each constant's value is its own name.
@@ -140,4 +142,35 @@ export function storableText(text: string): string {
   if (clean.length <= MAX_ERROR_LENGTH) return clean;
   const characters = Array.from(clean);
   return characters.length <= MAX_ERROR_LENGTH ? clean : characters.slice(0, MAX_ERROR_LENGTH).join('');
+}
+
+/** How a received option value is shown in a `TypeError` message: strings quoted, the rest inspected. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  return inspect(value, { depth: 1, breakLength: Infinity });
+}
+
+/** What a server that refuses writes is (`Dialect.readOnlyKind`). */
+export type ReadOnlyKind = 'standby' | 'server';
+
+/** What a guard given a read-only server should be given instead. */
+const GIVE_THE_PRIMARY =
+  'give the guard the primary (read-write) server, by an address that follows it at a failover ' +
+  '(DNS, a virtual IP, a proxy or PgBouncer), not a standby or a read replica';
+
+const DESCRIBED: Record<ReadOnlyKind | 'unknown', string> = {
+  standby: 'a read-only standby (in recovery)',
+  server: 'a read-only server (read_only, or read-only transactions for this server, database or user)',
+  unknown: 'a read-only standby or a read-only server',
+};
+
+/**
+ * The `READ_ONLY_DATABASE` error: `what` failed because the server refused a write as read-only.
+ * `kind` says which when known (`Dialect.readOnlyKind`), else both are named.
+ */
+export function readOnlyDatabaseError(what: string, kind: ReadOnlyKind | undefined, cause: unknown, job?: string): GuardError {
+  return new GuardError('READ_ONLY_DATABASE', `${what}: this database is ${DESCRIBED[kind ?? 'unknown']}; ${GIVE_THE_PRIMARY}`, {
+    cause,
+    ...(job === undefined ? {} : { job }),
+  });
 }

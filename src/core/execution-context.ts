@@ -1,6 +1,5 @@
 import { parseDuration, type DurationInput } from './duration.js';
-import { describeValue } from './describe-value.js';
-import { GuardError } from './errors.js';
+import { GuardError, describeValue } from './errors.js';
 import type { ResolvedJob } from './job-options.js';
 import { MAX_TIMER_MS } from './timeout.js';
 import { AsyncLocalStorage } from 'node:async_hooks';

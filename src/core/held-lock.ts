@@ -3,7 +3,7 @@ import { errorText, storableText, GuardError, messageOf } from './errors.js';
 import type { ExecutionHooks, ExtendOutcome } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock, SUCCEEDED, type LockClaim } from './release.js';
-import type { LockSite } from './run-dependencies.js';
+import type { RunState } from './run-state.js';
 import type { Skip } from './run-result.js';
 import { MAX_TIMER_MS, statementAnswer, TIMED_OUT } from './timeout.js';
 
@@ -27,14 +27,14 @@ export class HeldLock implements LockClaim, ExecutionHooks {
   readonly job: ResolvedJob;
   readonly request: AcquireRequest;
   readonly acquireSentAt: number;
-  readonly #site: LockSite;
+  readonly #state: RunState;
   /** Finished, given back or abandoned: nothing more is reported or released. */
   #done = false;
   #settle: (() => void) | undefined;
   #expiryTimer: NodeJS.Timeout | undefined;
 
-  constructor(site: LockSite, job: ResolvedJob, request: AcquireRequest, acquireSentAt: number) {
-    this.#site = site;
+  constructor(state: RunState, job: ResolvedJob, request: AcquireRequest, acquireSentAt: number) {
+    this.#state = state;
     this.job = job;
     this.request = request;
     this.acquireSentAt = acquireSentAt;
@@ -52,7 +52,7 @@ export class HeldLock implements LockClaim, ExecutionHooks {
 
   /** Extends the lock by `durationMs` from now while this execution holds it; an execution's keep-alive and `ctx.extend` call it. */
   async extend(durationMs: number): Promise<ExtendOutcome> {
-    const { store, statementTimeoutMs, logger, events } = this.#site.dependencies;
+    const { store, statementTimeoutMs, logger, events } = this.#state.dependencies;
     const { job } = this;
     try {
       const extended = await statementAnswer(store, store.extend(job, this.runId, durationMs), statementTimeoutMs);
@@ -71,7 +71,7 @@ export class HeldLock implements LockClaim, ExecutionHooks {
 
   /** An extend found the lock taken by another execution. */
   lost(): void {
-    const { logger, events } = this.#site.dependencies;
+    const { logger, events } = this.#state.dependencies;
     logger.warn(`Job "${this.job.name}" lost its lock at an extend: another execution holds it; its signal aborts now`);
     events.emit('lock-lost', { job: this.job.name, runId: this.runId, during: 'extend' });
   }
@@ -88,9 +88,9 @@ export class HeldLock implements LockClaim, ExecutionHooks {
     this.#done = true;
     // Nothing here throws (the outcome and the events never do), so the release always comes.
     const outcome = this.#report(ending);
-    await releaseLock(this.#site, this, outcome, lockExpiresAt);
+    await releaseLock(this.#state, this, outcome, lockExpiresAt);
     this.#settled();
-    this.#site.dependencies.afterExecuted();
+    this.#state.dependencies.afterExecuted();
   }
 
   /**
@@ -100,7 +100,7 @@ export class HeldLock implements LockClaim, ExecutionHooks {
   async giveBack(outcome: RunOutcome): Promise<void> {
     if (this.#done) return;
     this.#done = true;
-    await releaseLock(this.#site, this, outcome, this.acquireSentAt + this.job.lockAtMostForMs);
+    await releaseLock(this.#state, this, outcome, this.acquireSentAt + this.job.lockAtMostForMs);
     this.#settled();
   }
 
@@ -114,7 +114,7 @@ export class HeldLock implements LockClaim, ExecutionHooks {
     this.#done = true;
     this.#settled();
     const durationMs = this.#elapsed();
-    this.#site.dependencies.events.emit('abandoned', { job: this.job.name, runId: this.runId, durationMs });
+    this.#state.dependencies.events.emit('abandoned', { job: this.job.name, runId: this.runId, durationMs });
   }
 
   /**
@@ -132,7 +132,7 @@ export class HeldLock implements LockClaim, ExecutionHooks {
 
   /** Emits the ending's event, and returns the outcome its history row records. */
   #report(ending: RunEnding): RunOutcome {
-    const { events } = this.#site.dependencies;
+    const { events } = this.#state.dependencies;
     const job = this.job.name;
     if (ending.status === 'succeeded') {
       if (events.has('succeeded')) events.emit('succeeded', { job, runId: this.runId, durationMs: this.#elapsed() });

@@ -1,7 +1,6 @@
-import { describeValue } from './describe-value.js';
+import { describeValue } from './errors.js';
 import { parseDuration, type DurationInput } from './duration.js';
 import { resolveCronSlots, type CronSlots } from './cron-slots.js';
-import { lockAtLeastForError } from './duration-rules.js';
 
 /** What one guarded job is: its lock row's name and how long the lock is held. */
 export interface JobOptions {
@@ -246,4 +245,28 @@ function positiveDuration(value: DurationInput, option: string, job: string | un
 
 function defaultStopMargin(lockAtMostForMs: number): number {
   return Math.min(Math.max(lockAtMostForMs * 0.05, 1_000), lockAtMostForMs / 2);
+}
+
+/** One of a lock's two durations, with the option it came from, named as the caller names it (`coordinator.lockAtLeastFor`, `defaults.lockAtMostFor`, …). */
+export interface NamedDuration {
+  readonly option: string;
+  readonly ms: number;
+}
+
+/**
+ * The rule `lockAtLeastFor ≤ lockAtMostFor`, checked in one place with one message: the `TypeError`
+ * naming both options (as the caller calls them), the job when there is one, and both values; or
+ * `undefined` when the rule holds. Callers throw it, or log its message where a skip is the answer.
+ */
+export function lockAtLeastForError(
+  lockAtLeastFor: NamedDuration,
+  lockAtMostFor: NamedDuration,
+  job: string | undefined,
+): TypeError | undefined {
+  if (lockAtLeastFor.ms <= lockAtMostFor.ms) return undefined;
+  const ofJob = job === undefined ? '' : ` of job ${JSON.stringify(job)}`;
+  return new TypeError(
+    `Expected \`${lockAtLeastFor.option}\`${ofJob} (${lockAtLeastFor.ms} ms) ` +
+      `to be at most \`${lockAtMostFor.option}\` (${lockAtMostFor.ms} ms)`,
+  );
 }

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AcquireRequest, RunOutcome } from './dialect.js';
 import { GuardError, messageOf } from './errors.js';
 import type { ResolvedJob } from './job-options.js';
-import type { LockSite, RunDependencies } from './run-dependencies.js';
+import type { RunDependencies, RunState } from './run-state.js';
 import { statementAnswer, TIMED_OUT } from './timeout.js';
 
 export const SUCCEEDED: RunOutcome = Object.freeze({ status: 'succeeded', error: null });
@@ -32,17 +32,17 @@ const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
  * dropped connection), the history row lacks the message, which the warning, the `failed` event
  * and `run`'s rejection still carry.
  */
-export async function releaseLock(site: LockSite, held: LockClaim, firstOutcome: RunOutcome, lockExpiresAt: number): Promise<void> {
+export async function releaseLock(state: RunState, held: LockClaim, firstOutcome: RunOutcome, lockExpiresAt: number): Promise<void> {
   const job = releasedAs(held);
   const runId = held.request.token;
-  const environment = site.dependencies;
+  const environment = state.dependencies;
   let outcome = firstOutcome;
   for (let attempt = 0; ; attempt += 1) {
     try {
       const released = await statementAnswer(
         environment.store,
         // A first attempt may share a statement with the releases that ended in the same turn; a retry goes alone.
-        site.releases.release(job, runId, outcome, attempt > 0),
+        state.releases.release(job, runId, outcome, attempt > 0),
         environment.statementTimeoutMs,
       );
       if (released === TIMED_OUT) {
@@ -56,13 +56,13 @@ export async function releaseLock(site: LockSite, held: LockClaim, firstOutcome:
       }
       if (environment.events.has('released')) environment.events.emit('released', { job: job.name, runId, released });
       // Free again once lockAtLeastFor has passed since the acquire (locked_at is no earlier).
-      if (released) site.releasedLocks.released(job.name, held.acquireSentAt + job.lockAtLeastForMs);
+      if (released) state.releasedLocks.released(job.name, held.acquireSentAt + job.lockAtLeastForMs);
       // After a failed attempt, a release that matches nothing may mean the earlier one got through.
       if (!released && attempt === 0) lost(environment, held);
       else if (performance.now() > lockExpiresAt) overran(environment, held);
       return;
     } catch (cause) {
-      if (site.stopped.aborted) {
+      if (state.stopped.aborted) {
         report(
           environment,
           held,
@@ -82,7 +82,7 @@ export async function releaseLock(site: LockSite, held: LockClaim, firstOutcome:
         );
         outcome = { status: outcome.status, error: null };
       }
-      if (!(await pause(backoff, site.stopped))) {
+      if (!(await pause(backoff, state.stopped))) {
         report(
           environment,
           held,

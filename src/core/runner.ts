@@ -1,14 +1,12 @@
 import { LockAcquirer } from './acquire.js';
-import { ReleaseBatcher } from './acquire-batch.js';
 import { executionStorage, Execution } from './execution-context.js';
 import { GuardError, messageOf } from './errors.js';
 import { endingOf, shutdownReason, type JobFunction } from './execute.js';
 import { isHeld, SUCCEEDED_ENDING, type HeldLock } from './held-lock.js';
-import { InFlight, ReleasedLocks, UnslottedWarning } from './runner-bookkeeping.js';
 import { resolveJob, type JobOptions, type ResolvedJob } from './job-options.js';
-import type { LockSite, RunDependencies } from './run-dependencies.js';
-import type { RunRequest } from './run-request.js';
-import type { RunResult, Skip } from './run-result.js';
+import type { Logger } from './logger.js';
+import { RunState, type RunDependencies } from './run-state.js';
+import type { RunRequest, RunResult, Skip } from './run-result.js';
 import { withTimeout } from './timeout.js';
 
 /**
@@ -56,38 +54,27 @@ export interface LockTaker {
  */
 export class Runner implements ResolvedJobRunner, LockTaker {
   readonly #dependencies: RunDependencies;
-  /** Runs, held locks and late give-backs, for shutdown to wait for. */
-  readonly #inFlight = new InFlight();
+  /** The work in flight, the released locks' hints, closed and ended: shared with the acquirer and the held locks. */
+  readonly #state: RunState;
   /** The executions whose job is running now, for shutdown to signal. */
   readonly #running = new Set<Execution>();
-  readonly #releasedLocks = new ReleasedLocks();
-  /** Aborted by `end`: the guard's connections are ending. */
-  readonly #stopped = new AbortController();
   readonly #acquirer: LockAcquirer;
-  #closed = false;
   #unslottedWarning: UnslottedWarning | undefined;
 
   constructor(dependencies: RunDependencies) {
     this.#dependencies = dependencies;
-    const site: LockSite = {
-      dependencies,
-      releasedLocks: this.#releasedLocks,
-      releases: new ReleaseBatcher(dependencies.store),
-      stopped: this.#stopped.signal,
-      isClosed: () => this.#closed,
-      track: (work) => this.#inFlight.track(work),
-    };
-    this.#acquirer = new LockAcquirer(site);
+    this.#state = new RunState(dependencies);
+    this.#acquirer = new LockAcquirer(this.#state);
   }
 
   /** Whether `close` was called: no new run is admitted. */
   get closed(): boolean {
-    return this.#closed;
+    return this.#state.closed;
   }
 
   /** Work besides runs that shutdown waits for (the slot ledger's reads and writes after a win, the auto-pause count). */
   track<T>(work: Promise<T>): Promise<T> {
-    return this.#inFlight.track(work);
+    return this.#state.inFlight.track(work);
   }
 
   /** The job's options with the guard's defaults filled in; a `TypeError` when one is wrong. */
@@ -114,8 +101,8 @@ export class Runner implements ResolvedJobRunner, LockTaker {
     // manual run (a trigger) claims none: it must not use up the slot its schedule will fire for.
     const unslotted = request.slot === null && request.trigger === undefined;
     const claimed = unslotted && job.cron !== undefined ? { ...request, slot: job.cron.slotAt(new Date()) } : request;
-    if (this.#closed) return this.#refuse(job, claimed.slot);
-    return this.#inFlight.track(this.#execute(job, fn, claimed));
+    if (this.#state.closed) return this.#refuse(job, claimed.slot);
+    return this.#state.inFlight.track(this.#execute(job, fn, claimed));
   }
 
   /**
@@ -124,13 +111,13 @@ export class Runner implements ResolvedJobRunner, LockTaker {
    * the acquire, then for the `finish`, but no longer than the lock lasts (lockAtMostFor).
    */
   take(job: ResolvedJob, request: RunRequest): Promise<HeldLock | Skip> {
-    if (this.#closed) return Promise.resolve(this.#refuse(job, request.slot));
+    if (this.#state.closed) return Promise.resolve(this.#refuse(job, request.slot));
     const taking = this.#acquirer.acquire(job, request).then((held) => {
       // Tracked before `taking` settles, so that shutdown never sees a gap between the two.
-      if (isHeld(held)) void this.#inFlight.track(held.untilFinishedOrExpired());
+      if (isHeld(held)) void this.#state.inFlight.track(held.untilFinishedOrExpired());
       return held;
     });
-    return this.#inFlight.track(taking);
+    return this.#state.inFlight.track(taking);
   }
 
   expectTogether(names: readonly string[]): void {
@@ -139,7 +126,7 @@ export class Runner implements ResolvedJobRunner, LockTaker {
 
   /** Admits no new run from now on (a `GUARD_CLOSED` skip). A lock won meanwhile still runs, told to stop. */
   close(): void {
-    this.#closed = true;
+    this.#state.close();
   }
 
   /**
@@ -151,7 +138,7 @@ export class Runner implements ResolvedJobRunner, LockTaker {
   async drain(deadline: number, graceMs: number): Promise<number> {
     this.close();
     for (const execution of this.#running) execution.abort(shutdownReason(execution.name));
-    let pending = await this.#inFlight.drain(deadline - performance.now());
+    let pending = await this.#state.inFlight.drain(deadline - performance.now());
     const { store, logger } = this.#dependencies;
     const { cancelAcquires } = store;
     if (pending > 0 && cancelAcquires !== undefined) {
@@ -164,14 +151,14 @@ export class Runner implements ResolvedJobRunner, LockTaker {
         logger.warn(`Shutdown: cancelling the acquires still in flight failed: ${messageOf(error)}`);
       });
       await withTimeout(cancelling, graceMs);
-      pending = await this.#inFlight.drain(graceEnd - performance.now());
+      pending = await this.#state.inFlight.drain(graceEnd - performance.now());
     }
     return pending;
   }
 
   /** The guard's connections are ending: a release that fails from now on is reported at once, not retried. */
   end(): void {
-    this.#stopped.abort();
+    this.#state.end();
   }
 
   /** The skip of a run requested once the runner is closed: a warning, and a `skipped` event like every skip. */
@@ -192,7 +179,7 @@ export class Runner implements ResolvedJobRunner, LockTaker {
     const execution = new Execution(job, held.runId, held.slot, held.acquireSentAt, held);
     this.#running.add(execution);
     // Won while the guard began to shut down: the job is told to stop at once.
-    if (this.#closed) execution.abort(shutdownReason(job.name));
+    if (this.#state.closed) execution.abort(shutdownReason(job.name));
     const { runContext } = this.#dependencies;
     let value: Awaited<T>;
     try {
@@ -214,5 +201,28 @@ export class Runner implements ResolvedJobRunner, LockTaker {
   #ended(execution: Execution): void {
     execution.end();
     this.#running.delete(execution);
+  }
+}
+
+/**
+ * Warns once per job name when a decorated job has neither `cron` nor `lockAtLeastFor`: a method
+ * decorator is called by someone else's scheduler, and without a slot a replica whose timer fires
+ * a few ms late takes the lock after the first replica's fast run released it, and runs that fire
+ * again.
+ */
+export class UnslottedWarning {
+  readonly #warned = new Set<string>();
+
+  constructor(private readonly logger: Logger) {}
+
+  check(job: ResolvedJob): void {
+    if (job.cron !== undefined || job.lockAtLeastForMs > 0 || this.#warned.has(job.name)) return;
+    this.#warned.add(job.name);
+    this.logger.warn(
+      `Job "${job.name}" is decorated without \`cron\` and with lockAtLeastFor 0: when a scheduler calls it on ` +
+        'several replicas, a fast job can run twice for one fire (a replica whose timer fires late takes the lock after ' +
+        'the first run released it). Set `cron` to the expression the scheduler fires it on (in NestJS, use @GuardedCron ' +
+        "from 'cronguard/nestjs'), or a lockAtLeastFor longer than the replicas' timer lag, such as '5s'.",
+    );
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CronSlots } from './cron-slots.js';
-import { describeValue } from './describe-value.js';
+import { describeValue } from './errors.js';
 import { parseDuration, type DurationInput } from './duration.js';
 
 /**

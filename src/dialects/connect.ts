@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { describeValue } from '../core/describe-value.js';
+import { describeValue } from '../core/errors.js';
 import type { Dialect, OpenSettings } from '../core/dialect.js';
 import { introspectorName } from './common/kysely.js';
 import { mysqlDialect } from './mysql/dialect.js';

@@ -1,4 +1,4 @@
-import { describeValue } from '../core/describe-value.js';
+import { describeValue } from '../core/errors.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;

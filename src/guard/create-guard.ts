@@ -10,16 +10,15 @@ import { scheduleJob, type ScheduleOptions } from '../integrations/node-cron/sch
 import { SlotFires } from '../integrations/node-cron/slot-fires.js';
 import type { DialectName, GuardContext } from '../core/dialect.js';
 import { parseDuration } from '../core/duration.js';
-import { GuardError } from '../core/errors.js';
+import { GuardError, messageOf } from '../core/errors.js';
 import type { GuardEventMap, GuardEventName, GuardEvents } from '../core/events.js';
 import type { JobFunction } from '../core/execute.js';
-import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions } from './guard-options.js';
+import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions, type ShutdownOptions } from './guard-options.js';
 import { createGuardRunner, type SchemaGate } from './guard-runner.js';
-import { shutdownGuard, type ShutdownOptions } from './shutdown.js';
 import { validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
-import type { RunResult } from '../core/run-result.js';
+import { UNSCHEDULED, type RunResult } from '../core/run-result.js';
 import type { ResolvedJobRunner, Runner } from '../core/runner.js';
-import { UNSCHEDULED } from '../core/run-request.js';
+import { TIMED_OUT, withTimeout } from '../core/timeout.js';
 import { GuardControls } from './guard-controls.js';
 import { guardDashboard, OperatedGuard } from './operated-guard.js';
 import { probeDatabase, type ProbeOptions, type ProbeReport } from '../admin/probe.js';
@@ -288,21 +287,54 @@ export class Guard extends OperatedGuard implements RunnerHost {
     return this.shutdown();
   }
 
+  /**
+   * The steps of `guard.shutdown`: close the runner (no new runs, from the call on), stop the
+   * trigger watch and the tasks, then drain the runner (it tells running jobs to stop, waits up to
+   * the timeout for the work in flight, and cuts the acquires still waiting on the server), record
+   * the stop of the schedules (the slot ledger), end the pool. Resolves within the timeout plus
+   * 2 × SHUTDOWN_GRACE_MS whatever the database does.
+   */
   async #stop(timeoutMs: number): Promise<void> {
+    const logger = this.#options.logger;
     // No new run from here on; then the trigger watch stops, without waiting for a poll under way.
     this.#runner.close();
     await this.#operator.stop();
-    await shutdownGuard({
-      timeoutMs,
-      logger: this.#options.logger,
-      tasks: this.#tasks,
-      warmUp: this.#warmUp,
-      runner: this.#runner,
-      recordStop: () => this.#admin.slotWatch.recordStop(),
-      closeDatabase: this.#closeDatabase,
+    const deadline = performance.now() + timeoutMs;
+    this.#warmUp.stop();
+    // node-cron's background tasks stop asynchronously: they count against the timeout too.
+    await withTimeout(Promise.all([...this.#tasks].map((task) => task.stop())), timeoutMs);
+    this.#tasks.clear();
+    const pending = await this.#runner.drain(deadline, SHUTDOWN_GRACE_MS);
+    if (pending > 0) {
+      logger.warn(`Shutdown: ${pending} run(s) or acquire(s) still in flight after ${timeoutMs} ms; their locks expire at lockAtMostFor`);
+    }
+    // After the runs in flight (their slots are theirs), before the pool ends; bounded like the rest:
+    // a stop not recorded leaves the job's later slots expected, as after a crash. Records that
+    // this process stopped declaring its schedules (the slot ledger expects no slot of a job after
+    // its last declaring process stopped cleanly); never rejects.
+    if (
+      (await withTimeout(this.#admin.slotWatch.recordStop(), Math.max(deadline - performance.now(), 0) + SHUTDOWN_GRACE_MS)) === TIMED_OUT
+    ) {
+      logger.warn('Shutdown: recording the stop of the schedules in the slot ledger took too long; their later slots count as missed');
+    }
+    // Ending a pool waits for its checked-out connections (node-postgres, mysql2): a statement still
+    // waiting on the server must not hold shutdown past its bound. The pool then ends in the
+    // background, once that statement answers or the server cuts it.
+    const closing = this.#closeDatabase().catch((error: unknown) => {
+      logger.warn(`Shutdown: closing the database failed: ${messageOf(error)}`);
     });
+    if ((await withTimeout(closing, Math.max(deadline - performance.now(), 0) + SHUTDOWN_GRACE_MS)) === TIMED_OUT) {
+      logger.warn('Shutdown: the pool is still closing (a statement is still waiting on the server); it ends in the background');
+    }
   }
 }
+
+/**
+ * How long shutdown waits past its timeout for each of the two things it does then: the cancelled
+ * acquires' answers (and the give-back of a take that committed first), then the pool's end. So
+ * shutdown resolves within its timeout plus twice this.
+ */
+const SHUTDOWN_GRACE_MS = 1_000;
 
 const SILENT = { warn: () => undefined, error: () => undefined };
 

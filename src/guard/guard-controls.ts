@@ -1,9 +1,8 @@
 import { createControlStore, type ControlRecord, type ControlStore, type PauseState } from '../admin/controls.js';
 import { TriggerPoll, type TriggerAnswer, type TriggerRequest } from '../integrations/triggers/trigger-poll.js';
-import { describeValue } from '../core/describe-value.js';
 import type { AcquireRequest, GuardContext } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
-import { storableText, GuardError, messageOf } from '../core/errors.js';
+import { storableText, GuardError, messageOf, describeValue } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
 import type { JobFunction } from '../core/execute.js';
 import { validateJobName, type ResolvedJob } from '../core/job-options.js';

@@ -1,11 +1,20 @@
 import { hostname } from 'node:os';
 import { dialectOf, missingDatabase, type DatabaseInput } from '../dialects/connect.js';
 import { DEFAULT_TABLE_PREFIX, resolveTableNames } from '../dialects/table-names.js';
-import { describeValue } from '../core/describe-value.js';
+import { describeValue } from '../core/errors.js';
 import type { Dialect, TableNames } from '../core/dialect.js';
 import { parseDuration, type DurationInput } from '../core/duration.js';
 import { resolveDefaults, type JobDefaults, type ResolvedDefaults } from '../core/job-options.js';
 import { consoleLogger, safeLogger, type Logger } from '../core/logger.js';
+
+/** Options of `guard.shutdown`. */
+export interface ShutdownOptions {
+  /**
+   * How long to wait for runs in flight to finish and release. Shutdown resolves within this plus
+   * about 2 s whatever the database does; a bad value rejects with a `TypeError`. @default '30s'
+   */
+  timeout?: DurationInput;
+}
 
 /** How a guard connects and what its jobs default to. */
 export interface GuardOptions {

@@ -3,7 +3,7 @@ import { messageOf } from '../core/errors.js';
 import type { JobFunction } from '../core/execute.js';
 import type { RunOptions } from '../core/job-options.js';
 import type { RunResult } from '../core/run-result.js';
-import type { ShutdownOptions } from './shutdown.js';
+import type { ShutdownOptions } from './guard-options.js';
 
 /** What the race needs of a guard: one of its own per contender, so that each takes on its own connection. */
 export interface ProbeContender {

@@ -167,7 +167,7 @@ ON DUPLICATE KEY UPDATE status = 'abandoned'`),
     }
     return states;
   };
-  const create = mysqlBatchCreator({ locks, statements, readStates });
+  const create = mysqlBatchCreator(locks, statements, readStates);
 
   /**
    * The take, in one transaction: the outcome of each acquire of `toTake` and `toCreate`, except
@@ -283,24 +283,17 @@ function isDuplicateKey(error: unknown): boolean {
   return (error as { errno?: unknown }).errno === DUPLICATE_KEY;
 }
 
-/** What the batch's creation of new rows needs from batch-acquire.ts. */
-export interface BatchCreateParts {
-  /** The quoted lock table. */
-  readonly locks: string;
-  readonly statements: LockStatements;
-  /** What each lock row says, read in the batch's transaction (a plain read). */
-  readStates(run: TransactionStatement, wanted: readonly Wanted[], withTokens: boolean): Promise<Map<Wanted, RowState>>;
-}
-
 /**
  * The lock rows of a batch's new names (each job's first acquire anywhere), created in the batch's
- * transaction: the names it created, and in `outcomes` why the others lost.
+ * transaction: the names it created, and in `outcomes` why the others lost. `locks` is the quoted
+ * lock table; `readStates` says what each lock row says, read in the batch's transaction (a plain
+ * read).
  */
-export function mysqlBatchCreator(
-  parts: BatchCreateParts,
+function mysqlBatchCreator(
+  locks: string,
+  statements: LockStatements,
+  readStates: (run: TransactionStatement, wanted: readonly Wanted[], withTokens: boolean) => Promise<Map<Wanted, RowState>>,
 ): (run: TransactionStatement, toCreate: readonly Wanted[], outcomes: Map<Wanted, AcquireOutcome>) => Promise<Wanted[]> {
-  const { locks, statements, readStates } = parts;
-
   // The rows of names that have none (the jobs' first acquire anywhere), as the one-job path
   // creates one: a plain INSERT, never INSERT IGNORE, which would turn every error (a name too
   // long) into a warning. One statement for all, in name order (two replicas creating the same

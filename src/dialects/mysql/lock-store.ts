@@ -171,7 +171,7 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
 
   // The take procedure's call (migration 006), for a batch and for a guard that released the lock
   // itself. Only on tables with the pause columns: the procedure reads them.
-  const takeByCall = operatorControls ? mysqlTakeCaller({ tables, history, statements }) : () => Promise.resolve(undefined);
+  const takeByCall = operatorControls ? mysqlTakeCaller(tables, history, statements) : () => Promise.resolve(undefined);
 
   async function start(job: ResolvedJob, token: string, slot: string | null): Promise<'acquired'> {
     if (!history) return 'acquired';
@@ -306,14 +306,6 @@ const PROCEDURE_UNAVAILABLE = new Set([1305, 1370]);
 /** After the procedure was found unavailable, how long batches take their locks without it before trying it again. */
 const UNAVAILABLE_RECHECK_MS = 60_000;
 
-/** What the procedure's call needs from lock-store.ts. */
-export interface TakeCallParts {
-  /** The guard's tables: the procedure's name is theirs (schema.ts). */
-  readonly tables: TableNames;
-  readonly history: boolean;
-  readonly statements: LockStatements;
-}
-
 /**
  * The take of a batch in one round trip: one CALL of the take procedure (schema.ts) with
  * the batch as one JSON value. Answers each acquire's row state after the take (`mine`: won), or
@@ -326,11 +318,11 @@ export interface TakeCallParts {
  * sends each acquire alone; but a deadlock that outlasted its attempts is a lost race, answered
  * from the rows read back.
  */
-export function mysqlTakeCaller({
-  tables,
-  history,
-  statements,
-}: TakeCallParts): (wanted: readonly Wanted[]) => Promise<Map<Wanted, RowState> | undefined> {
+export function mysqlTakeCaller(
+  tables: TableNames,
+  history: boolean,
+  statements: LockStatements,
+): (wanted: readonly Wanted[]) => Promise<Map<Wanted, RowState> | undefined> {
   // The statement texts are the same for any number of jobs: prepared once per connection.
   const callSql = statements.acquireText(`CALL \`${takeProcedureName(tables)}\`(?, ?, ?)`);
   const statesSql = takeStatesSql(tables, '?');

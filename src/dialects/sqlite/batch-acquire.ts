@@ -14,19 +14,6 @@ import {
   statement,
 } from './statements.js';
 
-/** What the batch statements share with the one-job statements of lock-store.ts. */
-export interface BatchAcquireParts {
-  readonly runner: SqliteRunner;
-  /** The quoted lock and run tables. */
-  readonly locks: string;
-  readonly runs: string;
-  readonly history: boolean;
-  /** The one-job take's `ON CONFLICT … DO UPDATE … WHERE` clause: the same decision for every job. */
-  readonly takeOnConflict: string;
-  /** The pause test on the lock row's unqualified columns (`0` before migration 004). */
-  readonly pausedNow: string;
-}
-
 /** One job of a batch, as the JSON element its statements read with json_each. */
 interface RequestElement {
   readonly name: string;
@@ -53,9 +40,20 @@ interface WinnerElement {
  * rows. The jobs are bound as one JSON text each statement reads with json_each: a bound value,
  * never SQL text, and one statement text (prepared once) for any N. Each job keeps its own
  * decision, token, run row, slot check and pause test; a loser writes nothing.
+ *
+ * What it shares with the one-job statements of lock-store.ts: `locks` and `runs`, the quoted lock
+ * and run tables; `takeOnConflict`, the one-job take's `ON CONFLICT … DO UPDATE … WHERE` clause
+ * (the same decision for every job); `pausedNow`, the pause test on the lock row's unqualified
+ * columns (`0` before migration 004).
  */
-export function batchAcquirer(parts: BatchAcquireParts): (acquires: readonly BatchedAcquire[]) => Promise<AcquireOutcome[]> {
-  const { runner, locks, runs, history, takeOnConflict, pausedNow } = parts;
+export function batchAcquirer(
+  runner: SqliteRunner,
+  locks: string,
+  runs: string,
+  history: boolean,
+  takeOnConflict: string,
+  pausedNow: string,
+): (acquires: readonly BatchedAcquire[]) => Promise<AcquireOutcome[]> {
   /** A field of a json_each element, as SQL text, integer or NULL (JSON null). */
   const field = (element: string, key: string) => `${element}.value ->> '$.${key}'`;
 

@@ -125,7 +125,7 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, ${NOW}, ${NOW}, 0, :lockAtMo
     synchronous: runner.synchronous,
     // The acquires (and releases) of one tick: one probe, then one transaction of a constant number
     // of statements for all the jobs that look free (batch-acquire.ts, batch-release.ts).
-    acquireMany: batchAcquirer({ runner, locks, runs, history, takeOnConflict, pausedNow }),
+    acquireMany: batchAcquirer(runner, locks, runs, history, takeOnConflict, pausedNow),
     releaseMany: batchReleaser(runner, locks, runs, history),
     async acquire(job: ResolvedJob, { token, lockedBy, slot, expectFree, trigger }: AcquireRequest): Promise<AcquireOutcome> {
       const slotText = slot === null ? null : slot.toISOString();

@@ -1,10 +1,8 @@
 import type { ControlRecord } from '../../admin/controls.js';
 import type { LockRecord } from '../../admin/locks.js';
-import { describeValue } from '../../core/describe-value.js';
-import type { DurationInput } from '../../core/duration.js';
-import { storableText } from '../../core/errors.js';
+import { formatTime, type DurationInput } from '../../core/duration.js';
+import { storableText, describeValue } from '../../core/errors.js';
 import { CSRF_FIELD, SUBMISSION_FIELD } from './http.js';
-import { formatTime } from '../../core/time-text.js';
 import { html, type Html, type PageContext } from './html.js';
 
 /** The guard's operator controls, as the dashboard drives them (`guard.pause`, `resume`, `trigger`, `controls`). */

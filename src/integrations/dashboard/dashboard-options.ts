@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { describeValue } from '../../core/describe-value.js';
+import { describeValue } from '../../core/errors.js';
 import { parseHost, type HostName } from './http.js';
 
 /** Options of `guard.dashboard()`. */

@@ -1,6 +1,6 @@
 import type { RunRecord, RunStatus } from '../../admin/run-record.js';
 import type { LedgerSlot, SlotOutcome, UnrunOutcome } from '../../core/slot-ledger.js';
-import { formatDuration } from '../../core/time-text.js';
+import { formatDuration } from '../../core/duration.js';
 
 /**
  * HTML that is safe to write as is: built only by the `html` tag below, which escapes every value

@@ -5,7 +5,7 @@ import type { LedgerSlot } from '../../core/slot-ledger.js';
 import type { ControlRecord } from '../../admin/controls.js';
 import { auditTable, controlForms } from './control-forms.js';
 import { CSRF_FIELD } from './http.js';
-import { formatDuration, formatTime } from '../../core/time-text.js';
+import { formatDuration, formatTime } from '../../core/duration.js';
 import { html, segment, type Html, page, type PageContext, SLOT_MARKS, slotCounts, unrunStretches } from './html.js';
 import { diagnose, jobProblems, outcomeBadge, problemList, stateDetail } from './job-summary.js';
 import type { RecentJobSlots } from '../../admin/dashboard-reads.js';

@@ -3,7 +3,7 @@ import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord, RunStatus } from '../../admin/run-record.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
 import { OUTCOMES, html, type Html } from './html.js';
-import { formatDuration, formatTime } from '../../core/time-text.js';
+import { formatDuration, formatTime } from '../../core/duration.js';
 
 /** Where a job stands now, from its lock row: paused (by an operator) first, whatever its lock. */
 export type JobState = 'idle' | 'running' | 'held' | 'paused';

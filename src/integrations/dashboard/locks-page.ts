@@ -1,5 +1,5 @@
 import type { LockRecord } from '../../admin/locks.js';
-import { formatDuration, formatTime } from '../../core/time-text.js';
+import { formatDuration, formatTime } from '../../core/duration.js';
 import { html, segment, type Html, page, type PageContext } from './html.js';
 import { jobState, stateBadge } from './job-summary.js';
 

@@ -1,5 +1,5 @@
 import { nextExpectedSlot, slotStrip, html, segment, type Html, page, type PageContext } from './html.js';
-import { formatAgo, formatTime } from '../../core/time-text.js';
+import { formatAgo, formatTime } from '../../core/duration.js';
 import { jobProblems, outcomeBadge, problemList, runStrip, stateDetail } from './job-summary.js';
 import { OVERVIEW_PAGE_JOBS, PROBLEM_SCAN_PAGES, STRIP_RUNS, type Overview, type OverviewQuery } from './overview-reads.js';
 

@@ -2,7 +2,7 @@ import type { RunDetail } from '../../admin/dashboard-reads.js';
 import type { LockRecord } from '../../admin/locks.js';
 import type { RunRecord } from '../../admin/run-record.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
-import { formatDuration, formatTime } from '../../core/time-text.js';
+import { formatDuration, formatTime } from '../../core/duration.js';
 import { html, segment, type Html, page, type PageContext, slotBadge } from './html.js';
 import { outcomeBadge } from './job-summary.js';
 

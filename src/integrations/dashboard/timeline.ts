@@ -1,7 +1,7 @@
 import type { RunRecord } from '../../admin/run-record.js';
 import type { LedgerSlot } from '../../core/slot-ledger.js';
 import { unrunStretches, OUTCOMES, html, segment, type Html } from './html.js';
-import { formatDuration } from '../../core/time-text.js';
+import { formatDuration } from '../../core/duration.js';
 
 const WIDTH = 1_000;
 const LANE = 26;

@@ -1,11 +1,9 @@
 import type { ExecutionContext } from '../../core/execution-context.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunResult, Skip } from '../../core/run-result.js';
-import { describeValue } from '../../core/describe-value.js';
-import { GuardError } from '../../core/errors.js';
+import { UNSCHEDULED, type RunResult, type Skip } from '../../core/run-result.js';
+import { GuardError, describeValue } from '../../core/errors.js';
 import { type JobOptions, checkJobOptions, type ResolvedJob } from '../../core/job-options.js';
 import type { JobFunction } from '../../core/execute.js';
-import { UNSCHEDULED } from '../../core/run-request.js';
 import { spreadOffsetMs, spreadStartMs } from '../../core/spread.js';
 import type { ResolvedJobRunner } from '../../core/runner.js';
 

@@ -1,15 +1,14 @@
-import { getTasks, type RunCoordinator } from 'node-cron';
+import { getTasks, type RunCoordinator, type ScheduledTask } from 'node-cron';
 import type { SlotWatch } from '../../admin/slot-watch.js';
 import { resolveCronSlots } from '../../core/cron-slots.js';
 import type { DurationInput } from '../../core/duration.js';
+import type { JobFunction } from '../../core/execute.js';
 import { messageOf } from '../../core/errors.js';
 import { isHeld, SUCCEEDED_ENDING, type HeldLock } from '../../core/held-lock.js';
-import { resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
+import { lockAtLeastForError, resolveDefaults, resolveJob, type ResolvedDefaults, type ResolvedJob } from '../../core/job-options.js';
 import type { Logger } from '../../core/logger.js';
 import type { LockTaker } from '../../core/runner.js';
 import { MAX_TIMER_MS } from '../../core/timeout.js';
-import { lockAtLeastForError } from '../../core/duration-rules.js';
-import { answerTriggersOfServedTasks, type CoordinatorTriggerHost } from './coordinator-triggers.js';
 
 /** Lock durations for the tasks a node-cron coordinator serves. */
 export interface CoordinatorOptions {
@@ -27,8 +26,11 @@ export interface CoordinatorHost {
   readonly logger: Logger;
   /** The slot ledger's live side, where each task's schedule is declared. */
   readonly slotWatch: SlotWatch;
-  /** Where the tasks it serves answer "run now" requests (the guard's trigger watch). */
-  readonly watchTriggers: CoordinatorTriggerHost['watchTriggers'];
+  /**
+   * Where the tasks it serves answer "run now" requests (the guard's trigger watch): answers the
+   * job's requests on this replica with `fn`; returns the function that stops.
+   */
+  readonly watchTriggers: (job: ResolvedJob, fn: JobFunction<unknown>) => () => void;
 }
 
 /** node-cron's coordinator key: `${taskName}:${slot.toISOString()}`. */
@@ -44,7 +46,7 @@ const GENERATED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
  * whether the task threw, so its runs are recorded `succeeded`; `guard.schedule` records outcomes.
  * It takes and releases through the runner (`take`, then `HeldLock.finish`): the same events,
  * metrics and history rows as the guard's other runs. The tasks it serves answer "run now"
- * requests (`coordinator-triggers.ts`).
+ * requests (`answerTriggersOfServedTasks`, below).
  */
 export function createRunCoordinator(host: CoordinatorHost, options: CoordinatorOptions = {}): RunCoordinator {
   // Checked now, so that a bad duration fails at start-up rather than at the first tick.
@@ -158,9 +160,13 @@ export function createRunCoordinator(host: CoordinatorHost, options: Coordinator
       await entry.lock.finish(SUCCEEDED_ENDING);
     },
   };
-  answerTriggersOfServedTasks(coordinator, { closed: () => runner.closed, watchTriggers: host.watchTriggers }, (name, leaseMs) =>
-    // Declared when found, not at its first fire: `cronguard trigger` refuses a name the tables have never seen.
-    GENERATED_NAME.test(name) ? undefined : jobFor(name, leaseMs),
+  answerTriggersOfServedTasks(
+    coordinator,
+    () => runner.closed,
+    host.watchTriggers,
+    (name, leaseMs) =>
+      // Declared when found, not at its first fire: `cronguard trigger` refuses a name the tables have never seen.
+      GENERATED_NAME.test(name) ? undefined : jobFor(name, leaseMs),
   );
   return coordinator;
 }
@@ -204,4 +210,110 @@ function coordinatorDurations(options: CoordinatorOptions, defaults: ResolvedDef
 /** Where a coordinator's duration comes from, named as errors name it: its own option, else the guard's default. */
 function sourceOf(options: CoordinatorOptions | undefined, option: keyof CoordinatorOptions): string {
   return options?.[option] === undefined ? `defaults.${option}` : `coordinator.${option}`;
+}
+
+/** How often node-cron's task registry is read for tasks created since (in memory: no statement). */
+const SCAN_MS = 1_000;
+/** node-cron's `distributedLease` when the task sets none. */
+const NODE_CRON_DEFAULT_LEASE_MS = 30_000;
+
+/**
+ * Makes the distributed node-cron tasks that `coordinator` serves answer "run now" requests: a
+ * manual run calls the task's own function through node-cron's `task.execute()` (an `invoked`
+ * execution, which node-cron runs without asking the coordinator), inside the guard's trigger run,
+ * so the take that clears the request is the lock of the run, as for `guard.schedule`. node-cron
+ * tells a coordinator only a task's name, at its first fire; so the tasks are found in node-cron's
+ * registry (those whose coordinator is this one), read at once and then every second, and
+ * a stopped or destroyed task stops answering when node-cron says so. `jobFor` is the coordinator's
+ * own job for a task (undefined for a task it would not run).
+ */
+function answerTriggersOfServedTasks(
+  coordinator: RunCoordinator,
+  closed: () => boolean,
+  watchTriggers: CoordinatorHost['watchTriggers'],
+  jobFor: (name: string, leaseMs: number) => ResolvedJob | undefined,
+): void {
+  const watched = new Map<ScheduledTask, () => void>();
+  const heard = new WeakSet<ScheduledTask>();
+  const scan = (): void => {
+    if (closed()) {
+      clearInterval(timer);
+      for (const stop of watched.values()) stop();
+      watched.clear();
+      return;
+    }
+    const serving = new Set<ScheduledTask>();
+    for (const task of getTasks().values()) {
+      const fields = task as ServedTaskFields;
+      if (coordinatorOf(fields) !== coordinator || !isScheduling(task)) continue;
+      serving.add(task);
+      if (watched.has(task)) continue;
+      const job = jobFor(fields.name, leaseOf(fields));
+      if (job === undefined) continue;
+      watched.set(
+        task,
+        watchTriggers(job, () => task.execute()),
+      );
+      if (heard.has(task)) continue;
+      heard.add(task);
+      // Stopping or destroying a task ends its answers at once, and starting it again resumes them.
+      task.on('task:stopped', scan);
+      task.on('task:destroyed', scan);
+      task.on('task:started', scan);
+    }
+    for (const [task, stop] of watched) {
+      if (serving.has(task)) continue;
+      stop();
+      watched.delete(task);
+    }
+  };
+  const timer = setInterval(scan, SCAN_MS);
+  // The scan never keeps a process alive.
+  timer.unref();
+  // The tasks usually follow `setRunCoordinator(guard.coordinator())` in the same tick.
+  setTimeout(scan, 0).unref();
+}
+
+/** What node-cron 4.6 keeps on a task beyond its typings: the coordinator and lease it resolved for a `distributed` task. */
+interface ServedTaskFields {
+  readonly name: string;
+  /** A task run in this process. */
+  readonly runner?: { readonly runCoordinator?: RunCoordinator; readonly coordinatorTtl?: number };
+  /** A task run in a forked process. */
+  readonly runCoordinator?: RunCoordinator;
+  readonly options?: { readonly distributedLease?: number };
+}
+
+function coordinatorOf(task: ServedTaskFields): RunCoordinator | undefined {
+  return task.runner?.runCoordinator ?? task.runCoordinator;
+}
+
+function leaseOf(task: ServedTaskFields): number {
+  return task.runner?.coordinatorTtl ?? task.options?.distributedLease ?? NODE_CRON_DEFAULT_LEASE_MS;
+}
+
+/** Scheduled now: not stopped (a task made with `createTask` and not started yet is stopped too) nor destroyed. */
+function isScheduling(task: ScheduledTask): boolean {
+  const status = task.getStatus();
+  return status !== 'stopped' && status !== 'destroyed';
+}
+
+/**
+ * Runs `watch` while `task` is scheduled: from now if it is, again each time it is started, and
+ * stops the watch when the task is stopped or destroyed (a `guard.schedule` task answers "run now"
+ * requests as the coordinator's tasks do: only while it would run its slots).
+ */
+export function watchWhileScheduling(task: ScheduledTask, watch: () => () => void): void {
+  let stop: (() => void) | undefined;
+  const update = (): void => {
+    if (isScheduling(task)) stop ??= watch();
+    else {
+      stop?.();
+      stop = undefined;
+    }
+  };
+  task.on('task:started', update);
+  task.on('task:stopped', update);
+  task.on('task:destroyed', update);
+  update();
 }

@@ -1,25 +1,21 @@
 import { IANAZone } from 'luxon';
 import { schedule as scheduleTask, type ScheduledTask, type TaskContext } from 'node-cron';
 import type { SlotWatch } from '../../admin/slot-watch.js';
-import { isCancellation } from '../../core/cancellation.js';
 import { assertCronExpression } from '../../core/cron-fields.js';
 import { MAX_CRON_EXPRESSION_LENGTH, resolveCronSlots } from '../../core/cron-slots.js';
-import type { DurationInput } from '../../core/duration.js';
-import { describeValue } from '../../core/describe-value.js';
+import { parseDuration, type DurationInput } from '../../core/duration.js';
 import { noteFireStep } from '../../core/fire-timeline.js';
 import { resolveSpread, spreadOffsetMs } from '../../core/spread.js';
 import type { ResolvedJobRunner } from '../../core/runner.js';
-import { messageOf, type GuardError } from '../../core/errors.js';
+import { messageOf, type GuardError, describeValue } from '../../core/errors.js';
 import type { ExecutionContext } from '../../core/execution-context.js';
-import type { JobFunction } from '../../core/execute.js';
+import { isCancellation, type JobFunction } from '../../core/execute.js';
 import type { JobOptions, ResolvedJob } from '../../core/job-options.js';
 import type { Logger } from '../../core/logger.js';
 import type { RunResult } from '../../core/run-result.js';
-import { asCatchUp, resolveCatchUp } from './catch-up.js';
-import { watchWhileScheduling } from './coordinator-triggers.js';
-import type { SlotFireEntry, SlotFires } from './slot-fires.js';
+import { watchWhileScheduling } from './coordinator.js';
+import { spreadFires, type SlotFireEntry, type SlotFires } from './slot-fires.js';
 import { scheduleOnZonedFires } from './slot-heartbeat.js';
-import { spreadFires } from './spread-fires.js';
 
 /** A job to run on a cron schedule. */
 export interface ScheduleOptions extends JobOptions {
@@ -120,7 +116,7 @@ export function scheduleJob<T>(host: ScheduleHost, expression: string, options: 
   // A scheduled fire goes through the guard's SlotFires, which fires every task due at that slot
   // at the first of them (`entry` is set before node-cron's first fire, which comes from a timer).
   // The task fires on the expression's real instants, DST nights included (slot-heartbeat.ts).
-  // A job with `spread` fires alone, after its offset (spread-fires.ts), not with the slot's others.
+  // A job with `spread` fires alone, after its offset (`spreadFires`, slot-fires.ts), not with the slot's others.
   const onFire = (context: TaskContext): Promise<void> => {
     if (context.execution?.reason === 'invoked') return fire(null);
     noteFireStep('fire', job.name, context.date);
@@ -181,4 +177,36 @@ async function runScheduled<T>(
     else host.logger.error(`Job "${job.name}" failed: ${messageOf(error)}`);
     return undefined;
   }
+}
+
+/** The `catchUp` option of `guard.schedule`: the window in ms, or null without catch-up; a `TypeError` when wrong. */
+function resolveCatchUp(value: unknown, job: string): number | null {
+  if (value === undefined || value === false) return null;
+  const ms =
+    typeof value === 'string' || typeof value === 'number' ? parseDuration(value as DurationInput, { option: 'catchUp', job }) : Number.NaN;
+  if (ms > 0) return ms;
+  throw new TypeError(
+    `Expected \`catchUp\` of job ${JSON.stringify(job)} to be false or a duration like '1h', got ${describeValue(value)}`,
+  );
+}
+
+/** The job as a catch-up run sees it: `ctx.catchUp` true, the run marked in the history (`markCatchUp`). */
+function asCatchUp<T>(fn: JobFunction<T>, markCatchUp: (runId: string) => void): JobFunction<T> {
+  return (ctx) => {
+    markCatchUp(ctx.runId);
+    const context: ExecutionContext = {
+      name: ctx.name,
+      runId: ctx.runId,
+      slot: ctx.slot,
+      catchUp: true,
+      get signal() {
+        return ctx.signal;
+      },
+      get lockExpiresAt() {
+        return ctx.lockExpiresAt;
+      },
+      extend: (duration) => ctx.extend(duration),
+    };
+    return fn(context);
+  };
 }

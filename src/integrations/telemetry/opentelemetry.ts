@@ -1,4 +1,4 @@
-import type { RunContext } from '../../core/run-dependencies.js';
+import type { RunContext } from '../../core/run-state.js';
 import { messageOf } from '../../core/errors.js';
 import type { GuardEvents } from '../../core/events.js';
 
