@@ -10,6 +10,7 @@ type Message =
   | { type: 'ready'; pid: number }
   | { type: 'ran'; pid: number; slot: string; catchUp: boolean }
   | { type: 'missed'; pid: number; slots: string[]; count: number }
+  | { type: 'resumed'; pid: number; at: number }
   | { type: 'exiting'; pid: number };
 
 function replicas(url: string, prefix: string, count: number, lockAtLeastFor: string, catchUp: string): Worker<Message>[] {
@@ -42,7 +43,10 @@ async function stopAcrossThreeSlots({ target, together }: DialectCase, catchUp: 
   const after = Math.min(...times(ran.filter((message) => Date.parse(message.slot) > t0 + 600 && !message.catchUp)));
   const gap: number[] = [];
   for (let slot = before + 1_000; slot < after; slot += 1_000) gap.push(slot);
-  return { t0, prefix, url, all, ran, gap };
+  // A replica whose resume a busy machine delayed past slot T0 + 4 starts with T0 + 4 as its newest
+  // slot: what the catch-up then runs is right, but not the case the scenario is about.
+  const resumedLate = messages(all, 'resumed').some((message) => message.at >= t0 + 3_900);
+  return { t0, prefix, url, all, ran, gap, resumedLate };
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -73,7 +77,10 @@ describe('the slot ledger across replicas', () => {
     eachDialectAtOnce(
       `with catchUp: '10s', runs the newest missed slot once, on one replica (replicas ${replicasWere})`,
       async (dialectCase) => {
-        const { t0, url, prefix, all, ran } = await stopAcrossThreeSlots(dialectCase, '10s', keepTask);
+        let scenario = await stopAcrossThreeSlots(dialectCase, '10s', keepTask);
+        // Once more, on tables of its own, when a replica resumed too late (a full run on 2 cores).
+        if (scenario.resumedLate) scenario = await stopAcrossThreeSlots(dialectCase, '10s', keepTask);
+        const { t0, url, prefix, all, ran } = scenario;
         const catchUps = ran.filter((message) => message.catchUp);
         expect(catchUps).toHaveLength(1);
         expect(catchUps[0]?.slot).toBe(iso(t0 + 3_000));
