@@ -85,7 +85,7 @@ interface ProbeClient {
  * prepared statement below PgBouncer 1.21) does not last from one statement to the next.
  *
  * Two clients checked out of the pool at once each run `pg_backend_pid()` in autocommit
- * statements, interleaved in both orders (a, b, a, b, b, a): straight to PostgreSQL, or through
+ * statements, interleaved in both orders (a, b, a, b, b, a; three times): straight to PostgreSQL, or through
  * session pooling, each client keeps its own server session, so each keeps its pid and the two
  * differ. Through a transaction pooler a client's pid changes, or the two share one (PgBouncer
  * hands the session just released to the next statement). A second client that gets no answer
@@ -122,7 +122,11 @@ export async function probeTransactionPooling(pool: pg.Pool): Promise<Transactio
       if (row === undefined) throw new Error('pg_backend_pid() returned no row');
       return row.pid;
     };
-    const order = [a, b, a, b, b, a];
+    // Three times: through a transaction pooler, the guard's other statements (and other replicas')
+    // can take the session a client just released between two of its statements, so that each of
+    // the two happened to land on a server process of its own six times in a row (1 replica in 3
+    // in a PgBouncer test on a loaded machine). Eighteen round trips, once, at start-up.
+    const order = [a, b, a, b, b, a, a, b, a, b, b, a, a, b, a, b, b, a];
     const seen: { client: ProbeClient; pid: number }[] = [];
     for (const client of order) seen.push({ client, pid: await pid(client) });
     const pidsOf = (client: ProbeClient): Set<number> => new Set(seen.filter((s) => s.client === client).map((s) => s.pid));
