@@ -8,6 +8,9 @@ import { NestFactory } from '@nestjs/core';
 import type { LoggerService } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CronguardModule, CRONGUARD_MODULE_OPTIONS, Guard, GuardedCron } from '../src/nestjs/index.js';
+import { setModuleGuard } from '../src/nestjs/guarded-cron.js';
+import { createGuard } from '../src/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { withGuardOn } from './support/guards.js';
 import { spreadOffsetMs } from '../src/core/spread.js';
 import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
@@ -108,6 +111,46 @@ describe('@GuardedCron', () => {
     expect(() => GuardedCron('*/2 * * * * *', { name: 'bad', lockAtMostFor: '1m', spread: '2s' })).toThrow(
       /^Expected `spread` of job "bad" to be shorter than the time between two of its slots \(2000 ms\), got "2s"/,
     );
+  });
+
+  it('with `spread`, a call whose offset wait ends after the guard shut down runs nothing and logs nothing', async () => {
+    // A name whose offset in a 1,999 ms window is at least 1,950 ms: called early in its 2 s slot,
+    // the call is still waiting for its offset when the guard shuts down.
+    const window = 1_999;
+    const name = Array.from({ length: 5_000 }, (_, index) => `spread-closed-${index}`).find(
+      (candidate) => spreadOffsetMs(candidate, window) >= 1_950,
+    );
+    if (name === undefined) throw new Error('no name with a late enough offset');
+    const warnings: string[] = [];
+    const guard = createGuard({
+      database: 'sqlite::memory:',
+      logger: { warn: (message) => void warnings.push(message), error: (message) => void warnings.push(message) },
+    });
+    await guard.migrate();
+    setModuleGuard(guard);
+    try {
+      let ran = 0;
+      class Target {
+        run(): void {
+          ran += 1;
+        }
+      }
+      const descriptor: PropertyDescriptor = { value: Target.prototype.run, writable: true, configurable: true };
+      GuardedCron('*/2 * * * * *', { name, lockAtMostFor: '10s', spread: `${window}ms` })(Target.prototype, 'run', descriptor);
+      const sinceSlot = Date.now() % 2_000;
+      if (sinceSlot > 1_000) await sleep(2_000 - sinceSlot);
+      const call = (descriptor.value as () => Promise<unknown>).call(new Target());
+      await guard.shutdown();
+      // The wait ends after the shutdown (it held neither the shutdown nor the process open).
+      expect(await call).toBeUndefined();
+      expect(ran).toBe(0);
+      // A run asked of a closed guard is refused with a warning; a spread wait that ended after
+      // the shutdown asks for none.
+      expect(warnings).toEqual([]);
+    } finally {
+      setModuleGuard(undefined);
+      await guard.shutdown();
+    }
   });
 });
 
