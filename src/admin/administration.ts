@@ -74,8 +74,6 @@ export class Administration {
     this.#readSlots = createSlotsReader(db, dialect, tables, this.schedules, () => this.#lockReader.now());
     this.#recentSlots = createDashboardLedgerReader(db, dialect, tables, this.schedules, () => this.#lockReader.now());
     this.slotWatch = new SlotWatch(context, this.schedules, events, track);
-    // After each win, off the acquire path: the guard's own `acquired` event.
-    events.on('acquired', ({ job, runId, slot }) => this.slotWatch.acquired(job, runId, slot));
   }
 
   slots(query: SlotsQuery | undefined): Promise<JobLedger[]> {

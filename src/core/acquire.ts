@@ -128,6 +128,8 @@ export class LockAcquirer {
     this.#failureLog.answered(job.name);
     if (outcome === 'acquired') {
       if (environment.events.has('acquired')) environment.events.emit('acquired', { job: job.name, runId: request.token, slot });
+      // The guard's steps after a win (the slot ledger's late and missed slots, the replica's presence).
+      environment.steps.won(job, request.token, slot);
       return new HeldLock(state, job, request, acquireSentAt);
     }
     return this.#skipped(job, request, outcome);

@@ -1,6 +1,6 @@
 import { GuardError } from './errors.js';
 import type { Execution, ExecutionContext } from './execution-context.js';
-import type { RunEnding } from './held-lock.js';
+import type { RunEnding } from './run-result.js';
 
 /** A job body. */
 export type JobFunction<T> = (context: ExecutionContext) => T | Promise<T>;

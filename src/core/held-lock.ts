@@ -4,18 +4,8 @@ import type { ExecutionHooks, ExtendOutcome } from './execution-context.js';
 import type { ResolvedJob } from './job-options.js';
 import { releaseLock, SUCCEEDED, type LockClaim } from './release.js';
 import type { RunState } from './run-state.js';
-import type { Skip } from './run-result.js';
+import type { RunEnding, Skip } from './run-result.js';
 import { MAX_TIMER_MS, statementAnswer, TIMED_OUT } from './timeout.js';
-
-/** How a run that held its lock ended: what `HeldLock.finish` reports and records. */
-export type RunEnding =
-  | { readonly status: 'succeeded' }
-  /** The job threw `error` (its own error, which `run` rejects with). */
-  | { readonly status: 'failed'; readonly error: unknown }
-  /** The job stopped because its signal aborted with `reason`; it threw `error`. */
-  | { readonly status: 'cancelled'; readonly reason: GuardError; readonly error: unknown };
-
-export const SUCCEEDED_ENDING: RunEnding = Object.freeze({ status: 'succeeded' });
 
 /**
  * A lock this process took for one execution, from the win to its release: what `Runner.take`
@@ -78,8 +68,8 @@ export class HeldLock implements LockClaim, ExecutionHooks {
 
   /**
    * Ends the run: emits `succeeded`, `failed` or `cancelled`, then releases the lock (keeping
-   * lockAtLeastFor; the history row is finished with the outcome) and lets the guard start its
-   * retention prune. `lockExpiresAt` is when the holder believes the lock expires (an execution's,
+   * lockAtLeastFor; the history row is finished with the outcome), then takes the guard's
+   * `finished` step (RunSteps: the auto-pause count, the retention prune). `lockExpiresAt` is when the holder believes the lock expires (an execution's,
    * moved by its extends); by default lockAtMostFor after the acquire was sent. Once: a later call,
    * or one after `abandon`, does nothing. Never rejects.
    */
@@ -88,9 +78,9 @@ export class HeldLock implements LockClaim, ExecutionHooks {
     this.#done = true;
     // Nothing here throws (the outcome and the events never do), so the release always comes.
     const outcome = this.#report(ending);
-    await releaseLock(this.#state, this, outcome, lockExpiresAt);
+    const released = await releaseLock(this.#state, this, outcome, lockExpiresAt);
     this.#settled();
-    this.#state.dependencies.afterExecuted();
+    this.#state.dependencies.steps.finished(this.job, this.runId, ending, released);
   }
 
   /**

@@ -24,7 +24,8 @@ const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
  * is `overran` (a warning and an event). A failed release is retried with backoff while the lock
  * is still ours (`lockExpiresAt`, on the monotonic clock), then reported; the lock then expires by
  * itself at lockAtMostFor. Once shutdown has ended the guard's connections, a failed release is
- * reported at once: no retry, and no timer keeping the process alive.
+ * reported at once: no retry, and no timer keeping the process alive. Resolves with whether the
+ * release statement answered (the history row then has the outcome).
  *
  * The retries carry no error text: the text is made storable (error-text.ts), but a schema changed
  * by hand (a shorter or non-UTF-8 `error` column, a trigger) can still refuse it, and what a job
@@ -32,7 +33,7 @@ const RELEASE_BACKOFF_MS = [200, 800, 3_200] as const;
  * dropped connection), the history row lacks the message, which the warning, the `failed` event
  * and `run`'s rejection still carry.
  */
-export async function releaseLock(state: RunState, held: LockClaim, firstOutcome: RunOutcome, lockExpiresAt: number): Promise<void> {
+export async function releaseLock(state: RunState, held: LockClaim, firstOutcome: RunOutcome, lockExpiresAt: number): Promise<boolean> {
   const job = releasedAs(held);
   const runId = held.request.token;
   const environment = state.dependencies;
@@ -52,7 +53,7 @@ export async function releaseLock(state: RunState, held: LockClaim, firstOutcome
           held,
           `took over ${environment.statementTimeoutMs} ms; if it never completes, the lock expires at lockAtMostFor`,
         );
-        return;
+        return false;
       }
       if (environment.events.has('released')) environment.events.emit('released', { job: job.name, runId, released });
       // Free again once lockAtLeastFor has passed since the acquire (locked_at is no earlier).
@@ -60,7 +61,7 @@ export async function releaseLock(state: RunState, held: LockClaim, firstOutcome
       // After a failed attempt, a release that matches nothing may mean the earlier one got through.
       if (!released && attempt === 0) lost(environment, held);
       else if (performance.now() > lockExpiresAt) overran(environment, held);
-      return;
+      return true;
     } catch (cause) {
       if (state.stopped.aborted) {
         report(
@@ -69,12 +70,12 @@ export async function releaseLock(state: RunState, held: LockClaim, firstOutcome
           `failed after shutdown ended the guard's connections; it expires by itself at lockAtMostFor: ${messageOf(cause)}`,
           cause,
         );
-        return;
+        return false;
       }
       const backoff = RELEASE_BACKOFF_MS[attempt];
       if (backoff === undefined || performance.now() + backoff >= lockExpiresAt) {
         report(environment, held, `failed; it expires by itself at lockAtMostFor: ${messageOf(cause)}`, cause);
-        return;
+        return false;
       }
       if (outcome.error !== null) {
         environment.logger.warn(
@@ -89,7 +90,7 @@ export async function releaseLock(state: RunState, held: LockClaim, firstOutcome
           `failed, and shutdown ended the guard's connections before it could be tried again; it expires by itself at lockAtMostFor: ${messageOf(cause)}`,
           cause,
         );
-        return;
+        return false;
       }
     }
   }

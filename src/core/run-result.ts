@@ -47,3 +47,13 @@ export interface RunRequest {
 
 /** A run that no schedule asked for: a call by hand, a method decorator's call. */
 export const UNSCHEDULED: RunRequest = Object.freeze({ slot: null });
+
+/** How a run that held its lock ended: what `HeldLock.finish` reports and records. */
+export type RunEnding =
+  | { readonly status: 'succeeded' }
+  /** The job threw `error` (its own error, which `run` rejects with). */
+  | { readonly status: 'failed'; readonly error: unknown }
+  /** The job stopped because its signal aborted with `reason`; it threw `error`. */
+  | { readonly status: 'cancelled'; readonly reason: GuardError; readonly error: unknown };
+
+export const SUCCEEDED_ENDING: RunEnding = Object.freeze({ status: 'succeeded' });

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ReleaseBatcher } from './acquire-batch.js';
 import type { Dialect, LockStore } from './dialect.js';
 import type { GuardEvents } from './events.js';
-import type { ResolvedDefaults } from './job-options.js';
+import type { RunEnding } from './run-result.js';
+import type { ResolvedDefaults, ResolvedJob } from './job-options.js';
 import type { Logger } from './logger.js';
 import { MAX_TIMER_MS } from './timeout.js';
 
@@ -10,9 +11,32 @@ import { MAX_TIMER_MS } from './timeout.js';
 export type RunContext = <T>(runId: string, job: () => T) => T;
 
 /**
+ * What the guard does around each run beyond the lock, called by name at fixed points of the run
+ * path, in this order: `won` right after a win (`core/acquire.ts`), `inRunContext` around the job's
+ * body (`core/runner.ts`), `finished` once the finish's release has answered or given up
+ * (`core/held-lock.ts`). The guard's implementation (`GuardRunSteps`, guard/guard-runner.ts) reads
+ * as the list of them. This is the one place the guard hands the core something to call: what the
+ * steps do (the slot ledger, the replica's presence, the auto-pause count, the retention prune,
+ * telemetry) lives in layers the core may not import. A step never throws and never holds the run
+ * up: work it starts in the background is tracked, so that shutdown waits for it.
+ */
+export interface RunSteps {
+  /** After a win, before the job runs (every way of starting a run: the coordinator's takes too). */
+  won(job: ResolvedJob, runId: string, slot: Date | null): void;
+  /** Runs the job's body inside the run's context (its telemetry span); returns what `body` returned. */
+  inRunContext: RunContext;
+  /**
+   * After a run's finish: `ending` is how it ended, `released` whether the release statement
+   * answered (its history row then says the outcome), false when it failed or took too long.
+   */
+  finished(job: ResolvedJob, runId: string, ending: RunEnding, released: boolean): void;
+}
+
+/**
  * What a guard's runs depend on and never change: the lock store on its database, its events, its
- * logger. The `Runner` is built with it; the run state (`RunState`, below: what is in flight, the
- * released locks' hints, closed or ended; and the executions running now) is the Runner's own.
+ * logger, the steps it takes around each run. The `Runner` is built with it; the run state
+ * (`RunState`, below: what is in flight, the released locks' hints, closed or ended; and the
+ * executions running now) is the Runner's own.
  */
 export interface RunDependencies {
   readonly store: LockStore;
@@ -26,10 +50,8 @@ export interface RunDependencies {
   readonly recordSkips: boolean;
   /** How long an acquire, an extend or a release may take before the guard gives up on it. */
   readonly statementTimeoutMs: number;
-  /** Runs each job in its run's telemetry context; undefined without telemetry. */
-  readonly runContext: RunContext | undefined;
-  /** Called once a run that executed has released its lock, whatever started it (the guard's retention prune). */
-  readonly afterExecuted: () => void;
+  /** What the guard does after a win, around the body and after the finish, called by name. */
+  readonly steps: RunSteps;
 }
 
 /**

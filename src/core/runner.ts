@@ -2,11 +2,11 @@ import { LockAcquirer } from './acquire.js';
 import { executionStorage, Execution } from './execution-context.js';
 import { GuardError, messageOf } from './errors.js';
 import { endingOf, shutdownReason, type JobFunction } from './execute.js';
-import { isHeld, SUCCEEDED_ENDING, type HeldLock } from './held-lock.js';
+import { isHeld, type HeldLock } from './held-lock.js';
 import { resolveJob, type JobOptions, type ResolvedJob } from './job-options.js';
 import type { Logger } from './logger.js';
 import { RunState, type RunDependencies } from './run-state.js';
-import type { RunRequest, RunResult, Skip } from './run-result.js';
+import { SUCCEEDED_ENDING, type RunRequest, type RunResult, type Skip } from './run-result.js';
 import { withTimeout } from './timeout.js';
 
 /**
@@ -180,12 +180,10 @@ export class Runner implements ResolvedJobRunner, LockTaker {
     this.#running.add(execution);
     // Won while the guard began to shut down: the job is told to stop at once.
     if (this.#state.closed) execution.abort(shutdownReason(job.name));
-    const { runContext } = this.#dependencies;
+    const { steps } = this.#dependencies;
     let value: Awaited<T>;
     try {
-      value = await executionStorage.run(execution, () =>
-        runContext === undefined ? fn(execution) : runContext(execution.runId, () => fn(execution)),
-      );
+      value = await executionStorage.run(execution, () => steps.inRunContext(execution.runId, () => fn(execution)));
     } catch (jobError) {
       // Read before the execution ends: its signal then aborts with EXECUTION_ENDED.
       const ending = endingOf(execution, jobError);

@@ -11,16 +11,18 @@ import { SlotFires } from '../integrations/node-cron/slot-fires.js';
 import type { DialectName, GuardContext } from '../core/dialect.js';
 import { parseDuration } from '../core/duration.js';
 import { GuardError, messageOf } from '../core/errors.js';
-import type { GuardEventMap, GuardEventName, GuardEvents } from '../core/events.js';
+import { GuardEvents, type GuardEventMap, type GuardEventName } from '../core/events.js';
 import type { JobFunction } from '../core/execute.js';
 import { resolveGuardOptions, type GuardOptions, type ResolvedGuardOptions, type ShutdownOptions } from './guard-options.js';
-import { createGuardRunner, type SchemaGate } from './guard-runner.js';
+import { createGuardRunner, GuardRunSteps, NO_RUN_CONTEXT, type SchemaGate } from './guard-runner.js';
 import { validateSlot, type JobOptions, type ResolvedJob, type RunOptions } from '../core/job-options.js';
 import { UNSCHEDULED, type RunResult } from '../core/run-result.js';
 import type { ResolvedJobRunner, Runner } from '../core/runner.js';
 import { TIMED_OUT, withTimeout } from '../core/timeout.js';
 import { GuardControls } from './guard-controls.js';
 import { guardDashboard, OperatedGuard } from './operated-guard.js';
+import { ReplicaPresence } from '../admin/replicas.js';
+import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
 import { probeDatabase, type ProbeOptions, type ProbeReport } from '../admin/probe.js';
 import { raceForProbeLock } from './probe-race.js';
 
@@ -35,8 +37,8 @@ export class Guard extends OperatedGuard implements RunnerHost {
   /** The one path from a run request to acquire and release, and the owner of the run state. */
   readonly #runner: Runner;
   /**
-   * The runner as the integrations and the trigger poll use it: each run of a job with autoPause
-   * first has its failures counted (`GuardControls.countFailures`), then goes through the runner.
+   * The runner as the integrations and the trigger poll use it: a decorated job with `cron`
+   * declares its schedule (the slot ledger) when it is resolved.
    */
   readonly #jobs: ResolvedJobRunner;
   readonly #events: GuardEvents;
@@ -59,14 +61,22 @@ export class Guard extends OperatedGuard implements RunnerHost {
       logger: resolved.logger,
       acquireTimeoutMs: resolved.acquireTimeoutMs,
     });
-    // Built before `this` exists, for the methods OperatedGuard holds. A run that executed
-    // (whatever started it) may start the hourly retention prune.
+    // Built before `this` exists, for the methods OperatedGuard holds.
     const { tables, lockedBy, logger, history } = resolved;
-    // What works on the guard's tables beside the runs gets this one object.
+    // What works on the guard's tables beside the runs gets this one object. The runner comes
+    // last: it is built with the steps it takes around each run, which the parts below take.
     const context: GuardContext = { db: opened.db, dialect, tables, lockedBy, logger, history, isClosed: () => runner.closed };
-    const { runner, events, schemaGate } = createGuardRunner(resolved, opened, context, () => admin.pruneByRetention());
+    const events = new GuardEvents(logger);
     const admin = new Administration(context, resolved.retentionMs, events, (work) => void runner.track(work));
     const operator = new GuardControls(context, opened.native, resolved.controlPollIntervalMs);
+    // What the runner does after each win, around each body and after each finish, by name.
+    const steps = new GuardRunSteps(
+      admin,
+      new ReplicaPresence(context),
+      operator,
+      resolved.telemetry ? reportToOpenTelemetry(events) : NO_RUN_CONTEXT,
+    );
+    const { runner, schemaGate } = createGuardRunner(resolved, opened, events, steps);
     super(admin, operator);
     this.#admin = admin;
     this.#operator = operator;
@@ -83,10 +93,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
       get closed() {
         return runner.closed;
       },
-      runResolved: (job, fn, request) => {
-        operator.countFailures(job);
-        return runner.runResolved(job, fn, request);
-      },
+      runResolved: (job, fn, request) => runner.runResolved(job, fn, request),
       expectTogether: (names) => runner.expectTogether(names),
     };
     this.#events = events;

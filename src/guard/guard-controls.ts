@@ -7,7 +7,7 @@ import type { GuardEvents } from '../core/events.js';
 import type { JobFunction } from '../core/execute.js';
 import { validateJobName, type ResolvedJob } from '../core/job-options.js';
 import type { Logger } from '../core/logger.js';
-import type { RunResult } from '../core/run-result.js';
+import type { RunEnding, RunResult } from '../core/run-result.js';
 
 /** Options of `guard.pause`. */
 export interface PauseOptions {
@@ -78,11 +78,6 @@ export class GuardControls {
   readonly #poll: TriggerPoll;
   /** The guard's runs, attached once they exist (`attach`). */
   #runs: GuardRuns | undefined;
-  /** The jobs with autoPause this guard ran. */
-  readonly #autoPaused = new Map<string, ResolvedJob>();
-  /** Their runs under way, by run id, until released: a failed one is then counted. */
-  readonly #watched = new Map<string, { job: ResolvedJob; error: unknown; failed: boolean }>();
-  #watchingFailures = false;
   #warnedNoHistory = false;
 
   /**
@@ -177,9 +172,14 @@ export class GuardControls {
     return this.#poll.register(job.name, async (request) => this.#answer(job, fn, request));
   }
 
-  /** Before a run of a job with autoPause: from now on its failed runs are counted, each once released. */
-  countFailures(job: ResolvedJob): void {
-    if (job.autoPauseAfterFailures === undefined) return;
+  /**
+   * After a run's finish (the guard's `finished` step): a failed run of a job with autoPause is
+   * counted once its release answered, when its history row says `failed`; enough failures in a
+   * row pause the job. Counting reads the history, so a guard with `history: false` says once that
+   * it never pauses.
+   */
+  countFailure(job: ResolvedJob, ending: RunEnding, released: boolean): void {
+    if (job.autoPauseAfterFailures === undefined || ending.status !== 'failed' || !released) return;
     if (!this.#context.history) {
       if (!this.#warnedNoHistory) {
         this.#context.logger.warn(
@@ -189,25 +189,7 @@ export class GuardControls {
       this.#warnedNoHistory = true;
       return;
     }
-    this.#autoPaused.set(job.name, job);
-    if (this.#watchingFailures) return;
-    this.#watchingFailures = true;
-    // Listeners only once some job has autoPause: other guards pay nothing. A failure is counted
-    // after its release, once its history row says `failed`.
-    const { events } = this.#wired;
-    events.on('acquired', ({ job: name, runId }) => {
-      const resolved = this.#autoPaused.get(name);
-      if (resolved !== undefined) this.#watched.set(runId, { job: resolved, error: undefined, failed: false });
-    });
-    events.on('failed', ({ runId, error }) => {
-      const watched = this.#watched.get(runId);
-      if (watched !== undefined) this.#watched.set(runId, { ...watched, error, failed: true });
-    });
-    events.on('released', ({ runId }) => {
-      const watched = this.#watched.get(runId);
-      this.#watched.delete(runId);
-      if (watched?.failed === true) void this.#wired.track(this.#afterFailure(watched.job, watched.error));
-    });
+    void this.#wired.track(this.#afterFailure(job, ending.error));
   }
 
   stop(): Promise<void> {

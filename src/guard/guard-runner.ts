@@ -1,31 +1,29 @@
 import type { OpenedDatabase } from '../dialects/connect.js';
-import { ReplicaPresence } from '../admin/replicas.js';
+import type { Administration } from '../admin/administration.js';
+import type { ReplicaPresence } from '../admin/replicas.js';
+import type { SlotWatch } from '../admin/slot-watch.js';
 import { hasOperatorControls, readSchemaVersions, type SchemaVersions } from '../admin/versions.js';
-import { reportToOpenTelemetry } from '../integrations/telemetry/opentelemetry.js';
-import { GuardEvents } from '../core/events.js';
+import type { GuardEvents } from '../core/events.js';
+import type { RunContext, RunSteps } from '../core/run-state.js';
+import type { RunEnding } from '../core/run-result.js';
 import { Runner } from '../core/runner.js';
+import type { GuardControls } from './guard-controls.js';
 import type { ResolvedGuardOptions } from './guard-options.js';
-import type { AcquireOutcome, AcquireRequest, BatchedAcquire, GuardContext, LockStore } from '../core/dialect.js';
+import type { AcquireOutcome, AcquireRequest, BatchedAcquire, LockStore } from '../core/dialect.js';
 import type { ResolvedJob } from '../core/job-options.js';
 
 /**
- * A guard's runner: its lock store on the opened database, its events (reported to OpenTelemetry
- * when `telemetry` is on), and what runs after a run that executed (`afterExecuted`: the retention
- * prune). The runner owns the run state. `schemaGate`: what the guard tells its lock store about the
- * tables' schema (schema-gated-lock-store.ts).
+ * A guard's runner: its lock store on the opened database, its events, and the steps it takes
+ * around each run (`steps`). The runner owns the run state. `schemaGate`: what the guard tells its
+ * lock store about the tables' schema (`schemaGatedLockStore`, below).
  */
 export function createGuardRunner(
   resolved: ResolvedGuardOptions,
   opened: OpenedDatabase,
-  context: GuardContext,
-  afterExecuted: () => void,
-): { runner: Runner; events: GuardEvents; schemaGate: SchemaGate } {
+  events: GuardEvents,
+  steps: RunSteps,
+): { runner: Runner; schemaGate: SchemaGate } {
   const { dialect, tables } = resolved;
-  const events = new GuardEvents(resolved.logger);
-  // Records this replica's cronguard version beside its lockedBy, rarely, after the locks it takes
-  // (a losing acquire still writes nothing).
-  const presence = new ReplicaPresence(context);
-  events.on('acquired', () => presence.noteActivity());
   const settings = {
     native: resolved.preparedStatements ? opened.native : undefined,
     history: resolved.history,
@@ -47,11 +45,52 @@ export function createGuardRunner(
     defaults: resolved.defaults,
     recordSkips: resolved.recordSkips,
     statementTimeoutMs: resolved.acquireTimeoutMs,
-    runContext: resolved.telemetry ? reportToOpenTelemetry(events) : undefined,
-    afterExecuted,
+    steps,
   });
-  return { runner, events, schemaGate: gate };
+  return { runner, schemaGate: gate };
 }
+
+/**
+ * What a guard does around each of its runs beyond the lock (`RunSteps`, core/run-state.ts), in the
+ * order the run path takes them. None holds the run up: what needs the database goes on in the
+ * background, tracked for shutdown. OpenTelemetry's spans and metrics are not steps: they report
+ * the guard's public events, as a listener of the app's own would (integrations/telemetry); only
+ * the span's context around the job's body is (`inRunContext`).
+ */
+export class GuardRunSteps implements RunSteps {
+  readonly #slotWatch: SlotWatch;
+  readonly #presence: ReplicaPresence;
+  readonly #controls: GuardControls;
+  readonly #administration: Administration;
+  readonly inRunContext: RunContext;
+
+  constructor(administration: Administration, presence: ReplicaPresence, controls: GuardControls, inRunContext: RunContext) {
+    this.#administration = administration;
+    this.#slotWatch = administration.slotWatch;
+    this.#presence = presence;
+    this.#controls = controls;
+    this.inRunContext = inRunContext;
+  }
+
+  won(job: ResolvedJob, runId: string, slot: Date | null): void {
+    // 1. The slot ledger: a `late` event at once; the slots missed before this one, read in the
+    //    background (only when another replica ran the previous slot).
+    this.#slotWatch.acquired(job.name, runId, slot);
+    // 2. This replica's cronguard version beside its lockedBy: written at the first win, then about
+    //    once an hour, in the background (a losing acquire still writes nothing).
+    this.#presence.noteActivity();
+  }
+
+  finished(job: ResolvedJob, _runId: string, ending: RunEnding, released: boolean): void {
+    // 1. autoPause: a failed run is counted once its release answered (its history row says `failed`).
+    this.#controls.countFailure(job, ending, released);
+    // 2. The retention prune, at most hourly, when the guard has `retention`.
+    this.#administration.pruneByRetention();
+  }
+}
+
+/** A job's body run as it is: the run context of a guard without telemetry. */
+export const NO_RUN_CONTEXT: RunContext = (_runId, body) => body();
 
 /** While the tables are older than the operator controls, how often an acquire has the schema version read again. */
 export const SCHEMA_RECHECK_MS = 60_000;
