@@ -2,7 +2,12 @@
 // and a check that every lock had exactly one winner.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import { createGuard } from '../../src/index.js';
+import { takeProcedureName } from '../../src/dialects/mysql/schema.js';
+import { mysqlDialect } from '../../src/dialects/mysql/dialect.js';
+import { resolveTableNames } from '../../src/dialects/table-names.js';
+import { openDriver } from './drivers.js';
 
 export interface ContentionFigure {
   /** Every job of a slot at once (a tick), or one job at a time. */
@@ -26,15 +31,24 @@ export async function contention(
   names: number,
   slots: number,
   tick = false,
+  { withoutProcedure = false }: { withoutProcedure?: boolean } = {},
 ): Promise<ContentionFigure> {
-  const prefix = `contention_${tick ? 'tick_' : ''}${Date.now()}_`;
+  const prefix = `contention_${tick ? 'tick_' : ''}${withoutProcedure ? 'noproc_' : ''}${Date.now()}_`;
   const setup = createGuard({
     database: url,
     tablePrefix: prefix,
     logger: { warn: () => undefined, error: () => undefined },
   });
   await setup.migrate();
+  // MySQL without migration 006's take procedure: the lock store finds it missing at its first call
+  // and takes with its statements (lock-store.ts), as on tables migrated before 006. What the
+  // procedure earns is this row against the one with it.
   await setup.close();
+  if (withoutProcedure) {
+    const driver = openDriver('mysql', url);
+    const procedure = takeProcedureName(resolveTableNames(prefix, mysqlDialect));
+    await sql`DROP PROCEDURE ${sql.id(procedure)}`.execute(driver.kysely).finally(() => driver.close());
+  }
   const worker = fileURLToPath(new URL('contention-worker.ts', import.meta.url));
   const children = Array.from({ length: processes }, () =>
     fork(worker, [url, prefix, String(names), String(slots), String(contenders), tick ? '1' : '0'], { execArgv: ['--import', 'tsx'] }),
@@ -62,6 +76,19 @@ export async function contention(
     locks,
     exactlyOneWinner,
     errors: reports.reduce((sum, report) => sum + report.errors, 0),
+  };
+}
+
+/** Figure 5's MySQL row on tables without the take procedure (migration 006), both ways: what the procedure earns. */
+export async function mysqlWithoutProcedure(
+  url: string,
+  size: readonly [number, number, number, number],
+): Promise<{ dialect: string; contention: ContentionFigure; tickContention: ContentionFigure }> {
+  const options = { withoutProcedure: true };
+  return {
+    dialect: 'mysql, without the take procedure',
+    contention: await contention(url, ...size, false, options),
+    tickContention: await contention(url, ...size, true, options),
   };
 }
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres } from '../setup/databases.js';
-import { contention, contentionLines } from './contention.js';
+import { contention, contentionLines, mysqlWithoutProcedure } from './contention.js';
 import { dashboardFigure, dashboardLines } from './dashboard-reads.js';
 import { fireTimelineOn, type TimelineSize } from './fire-timeline.js';
 import { tickLatency, tickLatencyLines, type TickSize } from './tick-latency.js';
@@ -28,6 +28,7 @@ export async function contentionAlone(
     for (const [dialect, url] of targets) {
       const contentionFigure = await contention(url, ...size);
       results.push({ dialect, contention: contentionFigure, tickContention: await contention(url, ...size, true) });
+      if (dialect === 'mysql') results.push(await mysqlWithoutProcedure(url, size));
     }
     console.log(contentionLines(results, size).join('\n'));
   });

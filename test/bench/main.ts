@@ -17,7 +17,7 @@ import { capacityLines } from './capacity.js';
 import { dashboardFigure, dashboardLines, type DashboardFigure } from './dashboard-reads.js';
 import { contentionAlone, dashboardAlone, fireTimelineAlone, tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
 import { historyPage, historyPageLines, type HistoryPageFigure } from './history-page.js';
-import { contention, contentionLines, type ContentionFigure } from './contention.js';
+import { contention, contentionLines, mysqlWithoutProcedure, type ContentionFigure } from './contention.js';
 import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } from './figures.js';
 import { missesLines } from './misses.js';
 import { ratio, us, type Summary } from './measure.js';
@@ -118,6 +118,8 @@ let memory: { pinned: MemoryFigure; adaptive: MemoryFigure } | undefined;
 let ticks: TickLatencyFigure | undefined;
 let history: HistoryPageFigure | undefined;
 let scale: ScalePoint[] | undefined;
+/** Figure 5's MySQL row without the take procedure. */
+const withoutProcedure: Awaited<ReturnType<typeof mysqlWithoutProcedure>>[] = [];
 const dashboards: DashboardFigure[] = [];
 /** Figure 7 on every dialect: cronguard alone on once-a-second slots (full run only; quick and smoke measure only that, on PostgreSQL). */
 const ticksByDialect: { dialect: DialectName; figure: TickLatencyFigure }[] = [];
@@ -142,6 +144,7 @@ try {
       console.error(`cronguard bench: ${dialect}, contention…`);
       const oneAtATime = await contention(url, ...contentionSize);
       results.push({ dialect, version, figures, contention: oneAtATime, tickContention: await contention(url, ...contentionSize, true) });
+      if (dialect === 'mysql') withoutProcedure.push(await mysqlWithoutProcedure(url, contentionSize));
     } finally {
       await driver.close();
     }
@@ -272,7 +275,7 @@ function report(): string {
       );
     }),
     '',
-    ...contentionLines(results, contentionSize),
+    ...contentionLines([...results, ...withoutProcedure], contentionSize),
     '## 6. Library overhead: `guard.run` against the same SQL text sent straight through the driver',
     '',
     "The win path's statements, captured from the guard and replayed through the pool (better-sqlite3: prepared once). Target ≤ 1.15×.",
