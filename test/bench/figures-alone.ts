@@ -28,7 +28,7 @@ export async function contentionAlone(
     for (const [dialect, url] of targets) {
       const contentionFigure = await contention(url, ...size);
       results.push({ dialect, contention: contentionFigure, tickContention: await contention(url, ...size, true) });
-      if (dialect === 'mysql') results.push(await mysqlWithoutProcedure(url, size));
+      if (dialect === 'mysql') results.push(...(await mysqlWithoutProcedure(url, size)));
     }
     console.log(contentionLines(results, size).join('\n'));
   });

@@ -118,8 +118,8 @@ let memory: { pinned: MemoryFigure; adaptive: MemoryFigure } | undefined;
 let ticks: TickLatencyFigure | undefined;
 let history: HistoryPageFigure | undefined;
 let scale: ScalePoint[] | undefined;
-/** Figure 5's MySQL row without the take procedure. */
-const withoutProcedure: Awaited<ReturnType<typeof mysqlWithoutProcedure>>[] = [];
+/** Figure 5's MySQL rows on existing lock rows, with and without the take procedure. */
+const withoutProcedure: Awaited<ReturnType<typeof mysqlWithoutProcedure>> = [];
 const dashboards: DashboardFigure[] = [];
 /** Figure 7 on every dialect: cronguard alone on once-a-second slots (full run only; quick and smoke measure only that, on PostgreSQL). */
 const ticksByDialect: { dialect: DialectName; figure: TickLatencyFigure }[] = [];
@@ -144,7 +144,7 @@ try {
       console.error(`cronguard bench: ${dialect}, contention…`);
       const oneAtATime = await contention(url, ...contentionSize);
       results.push({ dialect, version, figures, contention: oneAtATime, tickContention: await contention(url, ...contentionSize, true) });
-      if (dialect === 'mysql') withoutProcedure.push(await mysqlWithoutProcedure(url, contentionSize));
+      if (dialect === 'mysql') withoutProcedure.push(...(await mysqlWithoutProcedure(url, contentionSize)));
     } finally {
       await driver.close();
     }
