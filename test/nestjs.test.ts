@@ -224,8 +224,17 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
         const last = times.at(-1) ?? 0;
         const missing: string[] = [];
         for (let t = first + 1_000; t < last; t += 1_000) if (!times.includes(t)) missing.push(new Date(t).toISOString());
-        // Both replicas' timers would have to miss the same second (a stalled machine) to leave one unrun.
-        expect(missing.length, `${target}: missing ${missing.join(', ')}`).toBeLessThanOrEqual(1);
+        // Both replicas' timers would have to miss the same second (a stalled machine) to leave one
+        // unrun: the cron library says when it skips a fire it was too late for, though not which
+        // one, so as many seconds may be missing as the replica that skipped fewer skipped (and one).
+        const skipped = replicas.map(
+          (replica) => replica.stderr.split('\n').filter((line) => /^\[Cron\] .*Skipping execution/.test(line)).length,
+        );
+        const allowed = Math.max(1, Math.min(...skipped));
+        expect(
+          missing.length,
+          `${target}: missing ${missing.join(', ')}; fires skipped per replica: ${skipped.join(', ')}`,
+        ).toBeLessThanOrEqual(allowed);
         expect(last - first, target).toBeGreaterThanOrEqual(6_000);
         if (scenario === 'guarded-cron') await expectSpreadRuns(target, url, prefix, replicas);
       }
@@ -257,16 +266,20 @@ async function expectSpreadRuns(target: string, url: string, prefix: string, rep
   for (const run of runs) {
     const slot = Date.parse(run.slot ?? '');
     expect(slot % 2_000, target).toBe(0);
-    // The run starts the offset after its slot; lateAfter (1 s) is the most a busy machine may add.
+    // The run starts the offset after its slot, never before.
     expect(run.start - slot, target).toBeGreaterThanOrEqual(SPREAD_OFFSET_MS - 20);
-    expect(run.start - slot, target).toBeLessThan(SPREAD_OFFSET_MS + 1_000);
   }
   await withGuardOn(url, prefix, async (guard) => {
     const { runs: history } = await guard.history({ job: SPREAD_JOB });
     expect(history.map((run) => run.slot?.toISOString()).sort(), target).toEqual([...slots].sort());
+    // Late by the ledger's rule (started more than lateAfter, 1 s, past the offset): only a run a
+    // stalled machine held up, at most one (without the window, every run of this job would be late).
+    const delays = history.map((run) => run.startedAt.getTime() - (run.slot as Date).getTime());
+    const late = delays.filter((delay) => delay > SPREAD_OFFSET_MS + 1_000).length;
+    expect(late, `${target}: delays ${delays.join(', ')} ms`).toBeLessThanOrEqual(1);
     const [ledger] = await guard.slots({ job: SPREAD_JOB, since: '1m' });
-    // The declaration carries the window: the ledger counts no spread run late.
-    expect(ledger?.counts.late, target).toBe(0);
-    expect(ledger?.counts.succeeded, target).toBeGreaterThanOrEqual(runs.length - 1);
+    // The declaration carries the window: the ledger counts no other spread run late.
+    expect(ledger?.counts.late, target).toBe(late);
+    expect(ledger?.counts.succeeded, target).toBeGreaterThanOrEqual(runs.length - 1 - late);
   });
 }

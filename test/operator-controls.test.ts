@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect } from 'vitest';
 import { eachDialectAtOnce, type DialectCase } from './support/dialects-at-once.js';
 import { withGuardOn } from './support/guards.js';
-import type { Worker } from './support/processes.js';
+import { droppedByAll, type Worker } from './support/processes.js';
 import { startReplicaGroup } from './support/replica-group.js';
 import { assertBuilt } from './support/run-process.js';
 
@@ -91,7 +91,13 @@ describe('operator controls across processes', () => {
           around.push(new Date(t).toISOString());
         const held = manual[0] as Ran;
         const missed = around.filter((slot) => !perSlot.has(slot));
-        expect(missed.filter((slot) => Date.parse(slot) < held.start - 100 || Date.parse(slot) > held.end + 100)).toEqual([]);
+        // A second whose fire node-cron dropped in every replica (a stalled machine) was fired by nobody.
+        expect(
+          missed.filter(
+            (slot) =>
+              (Date.parse(slot) < held.start - 100 || Date.parse(slot) > held.end + 100) && !droppedByAll(replicas, Date.parse(slot)),
+          ),
+        ).toEqual([]);
 
         const [{ runs }, controls] = await withGuardOn(
           url,

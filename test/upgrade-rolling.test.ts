@@ -6,7 +6,7 @@ import { ownDatabaseUrl } from './support/own-database.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import { unpackOldRelease } from './support/old-release.js';
-import { startWorker, type Worker } from './support/processes.js';
+import { droppedByAll, startWorker, type Worker } from './support/processes.js';
 
 type Message =
   | { type: 'ready'; pid: number }
@@ -68,11 +68,13 @@ describe('a rolling deploy from 0.1.0', () => {
       const perSlot = new Map<string, number>();
       for (const run of runs) perSlot.set(run.slot, (perSlot.get(run.slot) ?? 0) + 1);
       expect([...perSlot].filter(([, count]) => count > 1)).toEqual([]);
-      // Every whole second between the first slot and the last ran: none lost in the hand-over.
+      // Every whole second between the first slot and the last ran: none lost in the hand-over. A
+      // second whose fire node-cron dropped in every replica then running (a stalled machine) was
+      // fired by nobody.
       const times = runs.map((run) => Date.parse(run.slot)).sort((a, b) => a - b);
       const missing: string[] = [];
       for (let t = (times[0] ?? 0) + 1_000; t < (times.at(-1) ?? 0); t += 1_000) {
-        if (!perSlot.has(new Date(t).toISOString())) missing.push(new Date(t).toISOString());
+        if (!perSlot.has(new Date(t).toISOString()) && !droppedByAll(all, t)) missing.push(new Date(t).toISOString());
       }
       expect(missing).toEqual([]);
       expect(linesOf(all)).toEqual([]);

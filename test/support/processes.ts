@@ -11,6 +11,25 @@ export interface Worker<Message> {
   readonly received: readonly Message[];
   /** Resolves with the exit code. */
   readonly exited: Promise<number | null>;
+  /**
+   * The slots (epoch ms) whose fire node-cron dropped in this worker: it logs "missed execution at
+   * <slot>!" when a timer fires too late on a stalled machine, and runs nothing for that slot.
+   */
+  readonly droppedFires: readonly number[];
+  /** When the worker's first message came (epoch ms), and when it exited (undefined while it runs). */
+  readonly alive: { readonly from: number | undefined; readonly until: number | undefined };
+}
+
+/** node-cron's warning for a fire it dropped, with the slot's date. */
+const NODE_CRON_DROPPED = /missed execution at (.+?)! Possible blocking IO/;
+
+/**
+ * Whether every worker alive at `slot` (epoch ms) says node-cron dropped that slot's fire: then no
+ * replica fired it, and a slot nobody ran is the machine's stall, not the guard's doing.
+ */
+export function droppedByAll(workers: readonly Worker<{ type: string }>[], slot: number): boolean {
+  const alive = workers.filter(({ alive: { from, until } }) => from !== undefined && from < slot && (until === undefined || until > slot));
+  return alive.length > 0 && alive.every((worker) => worker.droppedFires.includes(slot));
 }
 
 /**
@@ -33,12 +52,26 @@ export function startWorker<Message extends { type: string }>(
     execArgv: nodeArgs,
     ...viaFaketime,
     ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
+  // Passed on as it comes; node-cron's dropped fires are noted (`droppedFires`).
+  const droppedFires: number[] = [];
+  let partial = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk);
+    const lines = (partial + chunk.toString('utf8')).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const dropped = NODE_CRON_DROPPED.exec(line)?.[1];
+      if (dropped !== undefined) droppedFires.push(Math.floor(Date.parse(dropped) / 1_000) * 1_000);
+    }
+  });
+  const alive: { from: number | undefined; until: number | undefined } = { from: undefined, until: undefined };
   const queue: Message[] = [];
   const received: Message[] = [];
   const waiting: { type: string; resolve: (message: Message) => void; reject: (error: Error) => void }[] = [];
   child.on('message', (raw) => {
+    alive.from ??= Date.now();
     const message = raw as Message;
     received.push(message);
     const index = waiting.findIndex((entry) => entry.type === message.type);
@@ -46,7 +79,12 @@ export function startWorker<Message extends { type: string }>(
     else waiting.splice(index, 1)[0]?.resolve(message);
   });
   let exitCode: number | null | undefined;
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      alive.until = Date.now();
+      resolve(code);
+    }),
+  );
   // A worker that sends its last message and exits at once: 'exit' can come before that message
   // is read from the IPC channel (seen in CI: "exited with 0 before done" from a worker that had
   // sent it). 'close' comes once the channel has been read to its end, every message handled.
@@ -59,6 +97,8 @@ export function startWorker<Message extends { type: string }>(
     child,
     exited,
     received,
+    droppedFires,
+    alive,
     send: (message) => child.send(message as object),
     next<T extends Message>(type: string): Promise<T> {
       const index = queue.findIndex((message) => message.type === type);
