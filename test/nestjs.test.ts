@@ -204,13 +204,11 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
             target,
           ).toEqual([]);
           // Only the job's lines: no warning (the job has its slot), no error.
-          expect(
-            replica.stdout
-              .trim()
-              .split('\n')
-              .filter((line) => !/^(RAN|DONE|SPREAD) /.test(line)),
-            target,
-          ).toEqual([]);
+          const others = replica.stdout
+            .trim()
+            .split('\n')
+            .filter((line) => !/^(RAN|DONE|SPREAD) /.test(line));
+          expect(others, `${target}: ${JSON.stringify(others)}`).toEqual([]);
         }
         const slots = replicas.flatMap((replica) =>
           replica.stdout

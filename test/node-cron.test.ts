@@ -117,15 +117,27 @@ describe('node-cron replicas', () => {
       expect([...perSlot.values()].filter((count) => count > 1)).toEqual([]);
       const inner = innerSlots(runs);
       expect(inner.length).toBeGreaterThanOrEqual(10);
-      // A slot no replica ran: when some replica tried it and was refused, a bug (its skips say
-      // why); when none tried it, every process's timer missed that second (a stalled machine:
-      // node-cron drops a fire later than its tolerance), at most once.
+      // A slot no replica ran. When the run of the slot before it was still running at its fire (a
+      // stalled machine held up a 200 ms run past the next second), its takers found the lock
+      // held, as a tick finding its job running always does: 'locked' skips only. When some replica
+      // tried it and was refused otherwise, a bug (its skips say why). When none tried it, every
+      // process's timer missed that second (node-cron drops a fire later than its tolerance), at
+      // most once.
       const unrun = inner.filter((slot) => !perSlot.has(slot));
+      const overranInto = (slot: string): boolean =>
+        runs.some((run) => Date.parse(run.slot) === Date.parse(slot) - 1_000 && run.end > Date.parse(slot));
       const skipsOf = replicas.flatMap((replica) =>
-        replica.received.filter((message) => message.type === 'skipped' && message.slot !== null && unrun.includes(message.slot)),
+        replica.received.filter(
+          (message) =>
+            message.type === 'skipped' &&
+            message.slot !== null &&
+            unrun.includes(message.slot) &&
+            !(message.reason === 'locked' && overranInto(message.slot)),
+        ),
       );
-      expect(skipsOf, `slots no replica ran, with the skips of replicas that tried them: ${unrun.join(', ')}`).toEqual([]);
-      expect(unrun.length, `slots no replica fired: ${unrun.join(', ')}`).toBeLessThanOrEqual(1);
+      expect(skipsOf, `slots no replica ran: ${unrun.join(', ')}; their refusals: ${JSON.stringify(skipsOf)}`).toEqual([]);
+      const unfired = unrun.filter((slot) => !overranInto(slot));
+      expect(unfired.length, `slots no replica fired: ${unfired.join(', ')}`).toBeLessThanOrEqual(1);
       // The late replica did try: its fires came after the slot had run, and were skipped.
       const history = (await withGuardOn(url, prefix, (guard) => guard.history({ job: 'tick', limit: 1_000 }))).runs;
       expect(history.length).toBe(runs.length);
