@@ -55,8 +55,9 @@ describe('a trigger still running at a slot', () => {
       const text = await cronguard(['slots', '--job', 'report', '--since', '1m', ...common]);
       expect(text.stdout).toMatch(/report: \S+ \S+ UTC overlapped \(a manual run triggered by alice was still running: run \S+\)/);
       const doctor = await cronguard(['doctor', '--job', 'report', ...common]);
-      expect(doctor.stdout).toMatch(
-        /report: note: in the last day 1 slot\(s\) overlapped: a manual run \(triggered by alice\) was still running/,
+      // One slot, or two when a stalled machine let the manual run's wait end past the slot after.
+      expect(doctor.stdout, doctor.stdout).toMatch(
+        /report: note: in the last day [12] slot\(s\) overlapped: a manual run \(triggered by alice\) was still running/,
       );
       expect(doctor.stdout).not.toMatch(/no replica ran them/);
       await task.destroy();
