@@ -196,20 +196,6 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
         }),
       );
       for (const { target, url, prefix, replicas } of results) {
-        for (const replica of replicas) {
-          expect(replica.code, describeResult(`${target} replica`, replica)).toBe(0);
-          // @nestjs/schedule's cron library says so when a busy machine fires a timer late; nothing else.
-          expect(
-            replica.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('[Cron] Missed execution deadline by ')),
-            target,
-          ).toEqual([]);
-          // Only the job's lines: no warning (the job has its slot), no error.
-          const others = replica.stdout
-            .trim()
-            .split('\n')
-            .filter((line) => !/^(RAN|DONE|SPREAD) /.test(line));
-          expect(others, `${target}: ${JSON.stringify(others)}`).toEqual([]);
-        }
         const slots = replicas.flatMap((replica) =>
           replica.stdout
             .split('\n')
@@ -217,11 +203,33 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
         );
         expect(slots, target).not.toContain(null);
         const times = [...new Set(slots as string[])].map((slot) => Date.parse(slot)).sort((a, b) => a - b);
-        expect(slots.length, `${target}: duplicates in ${slots.join(', ')}`).toBe(times.length);
         const first = times[0] ?? 0;
         const last = times.at(-1) ?? 0;
         const missing: string[] = [];
         for (let t = first + 1_000; t < last; t += 1_000) if (!times.includes(t)) missing.push(new Date(t).toISOString());
+        // The guard's warning of slots no replica ran, for seconds that are indeed missing (counted below).
+        const warnsOfMissing = (line: string): boolean => {
+          const [, from, to] = /Job "tick" missed \d+ slot\(s\) from (\S+) to (\S+?): no replica ran them/.exec(line) ?? [];
+          if (from === undefined || to === undefined) return false;
+          for (let t = Date.parse(from); t <= Date.parse(to); t += 1_000) if (!missing.includes(new Date(t).toISOString())) return false;
+          return true;
+        };
+        for (const replica of replicas) {
+          expect(replica.code, describeResult(`${target} replica`, replica)).toBe(0);
+          // @nestjs/schedule's cron library says so when a busy machine fires a timer late; nothing else.
+          expect(
+            replica.stderr.split('\n').filter((line) => line !== '' && !line.startsWith('[Cron] Missed execution deadline by ')),
+            target,
+          ).toEqual([]);
+          // Only the job's lines: no warning (the job has its slot), no error, but the warning of a
+          // second no replica ran.
+          const others = replica.stdout
+            .trim()
+            .split('\n')
+            .filter((line) => !/^(RAN|DONE|SPREAD) /.test(line) && !warnsOfMissing(line));
+          expect(others, `${target}: ${JSON.stringify(others)}`).toEqual([]);
+        }
+        expect(slots.length, `${target}: duplicates in ${slots.join(', ')}`).toBe(times.length);
         // Both replicas' timers would have to miss the same second (a stalled machine) to leave one
         // unrun: the cron library says when it skips a fire it was too late for, though not which
         // one, so as many seconds may be missing as the replica that skipped fewer skipped (and one).
