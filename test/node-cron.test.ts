@@ -116,7 +116,8 @@ describe('node-cron replicas', () => {
       for (const run of runs) perSlot.set(run.slot, (perSlot.get(run.slot) ?? 0) + 1);
       expect([...perSlot.values()].filter((count) => count > 1)).toEqual([]);
       const inner = innerSlots(runs);
-      expect(inner.length).toBeGreaterThanOrEqual(10);
+      // Enough seconds to say something (12.5 s of replicas; a busy machine starts them late).
+      expect(inner.length).toBeGreaterThanOrEqual(8);
       // A slot no replica ran. When the run of the slot before it was still running at its fire (a
       // stalled machine held up a 200 ms run past the next second), its takers found the lock
       // held, as a tick finding its job running always does: 'locked' skips only. When some replica
@@ -207,7 +208,8 @@ describe('node-cron replicas', () => {
       // (lockAtMostFor 10 s from its slot) would have expired had the release not freed it.
       await dialectCase.expect
         .poll(() => survivor.received.find((m): m is Ran => m.type === 'ran' && Date.parse(m.slot) >= (finished?.end ?? Infinity)), {
-          timeout: 5_000,
+          // Up to the victim's lock's expiry and past: the check below says whether the lock held it back.
+          timeout: 12_000,
         })
         .toBeDefined();
       const next = survivor.received.find((m): m is Ran => m.type === 'ran' && Date.parse(m.slot) >= (finished?.end ?? Infinity));
