@@ -69,9 +69,10 @@ export class HeldLock implements LockClaim, ExecutionHooks {
   /**
    * Ends the run: emits `succeeded`, `failed` or `cancelled`, then releases the lock (keeping
    * lockAtLeastFor; the history row is finished with the outcome), then takes the guard's
-   * `finished` step (RunSteps: the auto-pause count, the retention prune). `lockExpiresAt` is when the holder believes the lock expires (an execution's,
-   * moved by its extends); by default lockAtMostFor after the acquire was sent. Once: a later call,
-   * or one after `abandon`, does nothing. Never rejects.
+   * `finished` step (RunSteps: the auto-pause count, the retention prune). `lockExpiresAt` is when
+   * the holder believes the lock expires (an execution's, moved by its extends); by default
+   * lockAtMostFor after the acquire was sent. Once: a later call, or one after `abandon`, does
+   * nothing. Never rejects.
    */
   async finish(ending: RunEnding, lockExpiresAt = this.acquireSentAt + this.job.lockAtMostForMs): Promise<void> {
     if (this.#done) return;
@@ -80,7 +81,7 @@ export class HeldLock implements LockClaim, ExecutionHooks {
     const outcome = this.#report(ending);
     const released = await releaseLock(this.#state, this, outcome, lockExpiresAt);
     this.#settled();
-    this.#state.dependencies.steps.finished(this.job, this.runId, ending, released);
+    this.#state.dependencies.steps.finished(this.job, ending, released);
   }
 
   /**

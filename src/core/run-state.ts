@@ -29,7 +29,7 @@ export interface RunSteps {
    * After a run's finish: `ending` is how it ended, `released` whether the release statement
    * answered (its history row then says the outcome), false when it failed or took too long.
    */
-  finished(job: ResolvedJob, runId: string, ending: RunEnding, released: boolean): void;
+  finished(job: ResolvedJob, ending: RunEnding, released: boolean): void;
 }
 
 /**

@@ -75,6 +75,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
       new ReplicaPresence(context),
       operator,
       resolved.telemetry ? reportToOpenTelemetry(events) : NO_RUN_CONTEXT,
+      logger,
     );
     const { runner, schemaGate } = createGuardRunner(resolved, opened, events, steps);
     super(admin, operator);

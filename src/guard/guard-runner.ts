@@ -3,7 +3,9 @@ import type { Administration } from '../admin/administration.js';
 import type { ReplicaPresence } from '../admin/replicas.js';
 import type { SlotWatch } from '../admin/slot-watch.js';
 import { hasOperatorControls, readSchemaVersions, type SchemaVersions } from '../admin/versions.js';
+import { messageOf } from '../core/errors.js';
 import type { GuardEvents } from '../core/events.js';
+import type { Logger } from '../core/logger.js';
 import type { RunContext, RunSteps } from '../core/run-state.js';
 import type { RunEnding } from '../core/run-result.js';
 import { Runner } from '../core/runner.js';
@@ -62,30 +64,50 @@ export class GuardRunSteps implements RunSteps {
   readonly #presence: ReplicaPresence;
   readonly #controls: GuardControls;
   readonly #administration: Administration;
+  readonly #logger: Logger;
   readonly inRunContext: RunContext;
 
-  constructor(administration: Administration, presence: ReplicaPresence, controls: GuardControls, inRunContext: RunContext) {
+  constructor(
+    administration: Administration,
+    presence: ReplicaPresence,
+    controls: GuardControls,
+    inRunContext: RunContext,
+    logger: Logger,
+  ) {
     this.#administration = administration;
     this.#slotWatch = administration.slotWatch;
     this.#presence = presence;
     this.#controls = controls;
     this.inRunContext = inRunContext;
+    this.#logger = logger;
   }
 
   won(job: ResolvedJob, runId: string, slot: Date | null): void {
     // 1. The slot ledger: a `late` event at once; the slots missed before this one, read in the
     //    background (only when another replica ran the previous slot).
-    this.#slotWatch.acquired(job.name, runId, slot);
+    this.#step('slot ledger', job, () => this.#slotWatch.acquired(job.name, runId, slot));
     // 2. This replica's cronguard version beside its lockedBy: written at the first win, then about
     //    once an hour, in the background (a losing acquire still writes nothing).
-    this.#presence.noteActivity();
+    this.#step('replica presence', job, () => this.#presence.noteActivity());
   }
 
-  finished(job: ResolvedJob, _runId: string, ending: RunEnding, released: boolean): void {
+  finished(job: ResolvedJob, ending: RunEnding, released: boolean): void {
     // 1. autoPause: a failed run is counted once its release answered (its history row says `failed`).
-    this.#controls.countFailure(job, ending, released);
+    this.#step('autoPause count', job, () => this.#controls.countFailure(job, ending, released));
     // 2. The retention prune, at most hourly, when the guard has `retention`.
-    this.#administration.pruneByRetention();
+    this.#step('retention prune', job, () => this.#administration.pruneByRetention());
+  }
+
+  /**
+   * A step never throws into the run path: `won` runs between the win and the job, where a throw
+   * would leave the lock taken and the job never run. Each step is kept from the others, too.
+   */
+  #step(name: string, job: ResolvedJob, step: () => void): void {
+    try {
+      step();
+    } catch (error) {
+      this.#logger.error(`The ${name} step of job "${job.name}" threw: ${messageOf(error)}`);
+    }
   }
 }
 
