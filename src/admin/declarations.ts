@@ -67,11 +67,16 @@ export function createDeclarationStore(db: Kysely<unknown>, dialect: Dialect, ta
      * This process stopped scheduling these jobs (its shutdown): `stopped_at` on its rows, by
      * primary key. Then its jobs' rows older than DECLARATIONS_KEPT_MS go (one process start each
      * adds a row: this keeps the table to a month of starts).
+     *
+     * `stoppedMsAgo`: the stop is when the process stopped starting runs, which came before this
+     * statement by the drain of its runs in flight; back-dated on the database's clock so that the
+     * slots of a slow shutdown are not counted as missed.
      */
-    async stop(jobs: readonly string[], instanceId: string): Promise<void> {
+    async stop(jobs: readonly string[], instanceId: string, stoppedMsAgo = 0): Promise<void> {
+      const stoppedAt = reads.nowMinus(Math.max(stoppedMsAgo, 0));
       for (const batch of chunks(jobs)) {
         const names = sql.join(batch);
-        await sql`UPDATE ${declarations} SET stopped_at = ${now}, declared_at = ${now}
+        await sql`UPDATE ${declarations} SET stopped_at = ${stoppedAt}, declared_at = ${now}
           WHERE job_name IN (${names}) AND instance_id = ${instanceId}`.execute(db);
         const cutoff = reads.timeParameter(new Date(Date.now() - DECLARATIONS_KEPT_MS));
         await sql`DELETE FROM ${declarations} WHERE job_name IN (${names}) AND declared_at < ${cutoff}`.execute(db);

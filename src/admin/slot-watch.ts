@@ -70,17 +70,17 @@ export class SlotWatch {
   }
 
   /**
-   * At shutdown, once the runs in flight are done: this process no longer declares its jobs.
-   * When it was the last process declaring a job, the ledger expects no slot of it from now until
-   * a process declares it again. Never rejects: a stop not recorded (tables before 007, database
+   * At shutdown, once the runs in flight are done: this process no longer declares its jobs, since
+   * `stoppedMsAgo` (when it stopped starting runs). When it was the last process declaring a job,
+   * the ledger expects no slot of it from then until a process declares it again. Never rejects: a stop not recorded (tables before 007, database
    * down) leaves the later slots expected, as after a crash.
    */
-  async recordStop(): Promise<void> {
+  async recordStop(stoppedMsAgo = 0): Promise<void> {
     clearInterval(this.#refresh);
     if (this.#declaredJobs.size === 0) return;
     const { dialect, logger } = this.#context;
     try {
-      await this.#declarations.stop([...this.#declaredJobs], this.#instanceId);
+      await this.#declarations.stop([...this.#declaredJobs], this.#instanceId, stoppedMsAgo);
     } catch (error) {
       if (dialect.isMissingTable(error) || dialect.isReadOnly(error)) return;
       logger.warn(

@@ -81,6 +81,8 @@ export interface ReadSql {
   millisecondsUntil(column: string): string;
   /** A Date as a statement parameter compared with a time column. */
   timeParameter(date: Date): unknown;
+  /** The database's clock `milliseconds` ago, the milliseconds a bound parameter (a clean stop's time). */
+  nowMinus(milliseconds: number): RawBuilder<unknown>;
 }
 
 /**

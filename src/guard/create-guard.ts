@@ -306,6 +306,7 @@ export class Guard extends OperatedGuard implements RunnerHost {
     const logger = this.#options.logger;
     // No new run from here on; then the trigger watch stops, without waiting for a poll under way.
     this.#runner.close();
+    const closedAt = performance.now();
     await this.#operator.stop();
     const deadline = performance.now() + timeoutMs;
     this.#warmUp.stop();
@@ -319,9 +320,12 @@ export class Guard extends OperatedGuard implements RunnerHost {
     // After the runs in flight (their slots are theirs), before the pool ends; bounded like the rest:
     // a stop not recorded leaves the job's later slots expected, as after a crash. Records that
     // this process stopped declaring its schedules (the slot ledger expects no slot of a job after
-    // its last declaring process stopped cleanly); never rejects.
+    // its last declaring process stopped cleanly), since the runner closed; never rejects.
     if (
-      (await withTimeout(this.#admin.slotWatch.recordStop(), Math.max(deadline - performance.now(), 0) + SHUTDOWN_GRACE_MS)) === TIMED_OUT
+      (await withTimeout(
+        this.#admin.slotWatch.recordStop(performance.now() - closedAt),
+        Math.max(deadline - performance.now(), 0) + SHUTDOWN_GRACE_MS,
+      )) === TIMED_OUT
     ) {
       logger.warn('Shutdown: recording the stop of the schedules in the slot ledger took too long; their later slots count as missed');
     }

@@ -1,5 +1,5 @@
 import type * as mysql2 from 'mysql2';
-import { MysqlIntrospector } from 'kysely';
+import { MysqlIntrospector, sql } from 'kysely';
 import type { DialectHandles, ReadSql, Dialect } from '../../core/dialect.js';
 import { introspectorIs } from '../common/kysely.js';
 import { adoptMysqlKysely, adoptMysqlPool, openMysql } from './connection.js';
@@ -78,6 +78,8 @@ export const mysqlReads: ReadSql = {
   name: (column) => `CONVERT(${column} USING utf8mb4)`,
   millisecondsUntil: (column) => `(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), ${column}) DIV 1000)`,
   timeParameter: mysqlTime,
+  // Whole microseconds: INTERVAL takes an integer count of its unit.
+  nowMinus: (milliseconds) => sql`DATE_SUB(UTC_TIMESTAMP(3), INTERVAL ${Math.round(milliseconds * 1_000)} MICROSECOND)`,
 };
 
 export const mysqlDialect: Dialect<mysql2.Pool> = {

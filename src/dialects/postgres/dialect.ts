@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { Kysely, PostgresDialect, PostgresIntrospector } from 'kysely';
+import { Kysely, PostgresDialect, PostgresIntrospector, sql } from 'kysely';
 import type { DialectHandles, ReadSql, Dialect } from '../../core/dialect.js';
 import { introspectorIs } from '../common/kysely.js';
 import { openPostgres } from './connection.js';
@@ -41,6 +41,8 @@ export const postgresReads: ReadSql = {
   name: (column) => column,
   millisecondsUntil: (column) => `round(extract(epoch FROM ${column} - now()) * 1000)::float8`,
   timeParameter: (date) => date,
+  // The cast types the parameter: `unknown * interval` has no operator.
+  nowMinus: (milliseconds) => sql`now() - ${milliseconds}::float8 * interval '1 millisecond'`,
 };
 
 export const postgresDialect: Dialect<pg.Pool> = {

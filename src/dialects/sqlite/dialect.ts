@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { Kysely, SqliteDialect, SqliteIntrospector, type SqliteDatabase } from 'kysely';
+import { Kysely, SqliteDialect, SqliteIntrospector, sql, type SqliteDatabase } from 'kysely';
 import type { DialectHandles, ReadSql, Dialect } from '../../core/dialect.js';
 import { introspectorIs } from '../common/kysely.js';
 import type { LazySqliteDatabase } from './statements.js';
@@ -45,6 +45,8 @@ export const sqliteReads: ReadSql = {
   name: (column) => column,
   millisecondsUntil: (column) => `CAST(round((julianday(${column}) - julianday('now')) * 86400000) AS INTEGER)`,
   timeParameter: (date) => date.toISOString(),
+  // A strftime modifier ('-1.234 seconds'), bound like any value; the same ISO form as `now`.
+  nowMinus: (milliseconds) => sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${`-${(milliseconds / 1_000).toFixed(3)} seconds`})`,
 };
 
 export const sqliteDialect: Dialect<LazySqliteDatabase> = {
