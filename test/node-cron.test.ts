@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createGuard } from '../src/index.js';
 import { databaseUrl, uniquePrefix } from './support/dialects.js';
+import { lockedByAHold, type ReportedRefusal } from './support/lock-holds.js';
 import { eachDialectAtOnce, type DialectCase } from './support/dialects-at-once.js';
 import { withGuardOn } from './support/guards.js';
 import type { ReplicaMessage } from './support/cron-replica-messages.js';
@@ -127,11 +128,16 @@ describe('node-cron replicas', () => {
       const unrun = inner.filter((slot) => !perSlot.has(slot));
       const overranInto = (slot: string): boolean =>
         runs.some((run) => Date.parse(run.slot) === Date.parse(slot) - 1_000 && run.end > Date.parse(slot));
-      // A refusal the runs explain: 'locked' while a run held the lock (its body ran then, or had
-      // just ended and was releasing), 'slot-done' once a later slot's run had started.
-      const explained = (skip: { slot: string | null; reason: string; at: number }): boolean =>
-        (skip.reason === 'locked' &&
-          (overranInto(skip.slot ?? '') || runs.some((run) => run.start <= skip.at && skip.at <= run.end + 300))) ||
+      // A refusal the runs explain: 'locked' while another slot's run held the lock (from its take's
+      // send to its release's answer), 'slot-done' once a later slot's run had started.
+      const holds = replicas.flatMap((replica) => replica.received.flatMap((message) => (message.type === 'held' ? [message] : [])));
+      // Every run's hold was reported (the rule below rests on them).
+      expect(
+        runs.filter((run) => !holds.some((hold) => hold.slot === run.slot && hold.from <= run.start && hold.until >= run.end)),
+        JSON.stringify(holds),
+      ).toEqual([]);
+      const explained = (skip: ReportedRefusal): boolean =>
+        (skip.reason === 'locked' && (overranInto(skip.slot ?? '') || lockedByAHold(skip, holds))) ||
         (skip.reason === 'slot-done' && runs.some((run) => Date.parse(run.slot) > Date.parse(skip.slot ?? '') && run.start <= skip.at));
       const skipsOf = replicas.flatMap((replica) =>
         replica.received.filter(
