@@ -5,14 +5,8 @@ import { guardOn } from './support/guards.js';
 import { uniquePrefix } from './support/dialects.js';
 import { startWorker } from './support/processes.js';
 import { openRaw } from './support/raw-database.js';
+import { refusalExplained, type RoundResult } from './support/race-rounds.js';
 
-interface RoundResult {
-  round: number;
-  start?: number;
-  executed: boolean;
-  reason?: string;
-  error?: string;
-}
 type RaceMessage = { type: 'ready' } | { type: 'done'; results: RoundResult[]; errors: string[] };
 
 const PROCESSES = 4;
@@ -67,10 +61,14 @@ describe.skipIf(serverUrl === null).each(['repeatable read', 'serializable'])(
         expect(all.filter((result) => !result.executed && result.reason !== 'locked' && result.reason !== 'slot-done')).toEqual([]);
         expect(reports.flatMap((report) => report.errors)).toEqual([]);
         for (let round = 0; round < ROUNDS; round += 1) {
+          const contenders = all.filter((result) => result.round === round);
+          // None won a slot only when every contender came so late that other rounds' winners
+          // explain each refusal (the lock held, or a later slot taken first): a stalled machine.
+          const overtaken = contenders.every((result) => !result.executed && refusalExplained(result, all));
           expect(
-            all.filter((result) => result.round === round && result.executed),
-            `round ${round}: ${JSON.stringify(all.filter((result) => result.round === round))}`,
-          ).toHaveLength(1);
+            contenders.filter((result) => result.executed),
+            `round ${round}: ${JSON.stringify(all.filter((result) => Math.abs(result.round - round) <= 1))}`,
+          ).toHaveLength(overtaken ? 0 : 1);
         }
       } finally {
         await admin.exec(`DROP DATABASE ${database} WITH (FORCE)`);
