@@ -50,10 +50,14 @@ describe('concurrency', () => {
         const heldOff =
           previous?.start !== undefined &&
           all.filter((r) => r.round === round).every((r) => r.at <= (previous.start ?? 0) + LOCK_AT_LEAST_FOR_MS + 50);
-        // A second win in a round: a contender a stalled machine made later than the first winner's
-        // lockAtLeastFor (the lock had expired: nothing held it off). One asking before is a double run.
+        // A second win in a round: a contender whose take the server may have decided after the
+        // first winner's lockAtLeastFor had run out (the lock expired: nothing held it off), on a
+        // stalled machine. Its take was decided before its body started; the first lock was taken
+        // after its winner asked. A second win that started before that lock surely expired is a
+        // double run.
         const [first, second, ...more] = winners;
-        const straggler = second !== undefined && more.length === 0 && second.at >= (first?.start ?? Infinity) + LOCK_AT_LEAST_FOR_MS;
+        const straggler =
+          second !== undefined && more.length === 0 && (second.start ?? 0) >= (first?.at ?? Infinity) + LOCK_AT_LEAST_FOR_MS;
         const expected = winners.length === 0 && heldOff ? 0 : straggler ? 2 : 1;
         expect(winners, `round ${round}: ${JSON.stringify(all.filter((r) => r.round >= round - 1 && r.round <= round))}`).toHaveLength(
           expected,
