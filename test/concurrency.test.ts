@@ -5,7 +5,7 @@ import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import { startWorker } from './support/processes.js';
 import { openRaw } from './support/raw-database.js';
-import type { RoundResult } from './support/race-rounds.js';
+import { refusalExplained, type RoundResult } from './support/race-rounds.js';
 
 type RaceMessage = { type: 'ready' } | { type: 'done'; results: RoundResult[] };
 type MigrateMessage = { type: 'ready' } | { type: 'done'; error: string | null };
@@ -41,15 +41,10 @@ describe('concurrency', () => {
       expect(all.filter((r) => !r.executed && r.reason !== 'locked')).toEqual([]);
       for (let round = 0; round < ROUNDS; round += 1) {
         const winners = all.filter((r) => r.round === round && r.executed).sort((x, y) => x.at - y.at);
-        const previous = all
-          .filter((r) => r.round === round - 1 && r.executed)
-          .sort((x, y) => x.at - y.at)
-          .at(-1);
-        // A round nobody won: its contenders all asked while the lock of the round before was still
-        // held (its winner started late on a stalled machine, and holds lockAtLeastFor from then).
-        const heldOff =
-          previous?.start !== undefined &&
-          all.filter((r) => r.round === round).every((r) => r.at <= (previous.start ?? 0) + LOCK_AT_LEAST_FOR_MS + 50);
+        // A round nobody won: every contender was refused while another round's winner held the
+        // lock (a winner a stalled machine made late holds it lockAtLeastFor from then, or longer
+        // while it runs).
+        const heldOff = all.filter((r) => r.round === round).every((r) => !r.executed && refusalExplained(r, all, LOCK_AT_LEAST_FOR_MS));
         // A second win in a round: a contender whose take the server may have decided after the
         // first winner's lockAtLeastFor had run out (the lock expired: nothing held it off), on a
         // stalled machine. Its take was decided before its body started; the first lock was taken

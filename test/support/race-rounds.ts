@@ -17,13 +17,14 @@ export interface RoundResult {
 
 /**
  * Whether another round's winner explains a refusal: 'locked' while that winner held the lock (its
- * ask to its release, against the refused ask to its answer: the server decided in between), or
- * 'slot-done' once a later slot's winner had asked (its take moves the slot watermark past this
- * slot) before the refusal's answer.
+ * ask to its release, or to lockAtLeastFor past its start when that is later; against the refused
+ * ask to its answer: the server decided in between), or 'slot-done' once a later slot's winner had
+ * asked (its take moves the slot watermark past this slot) before the refusal's answer.
  */
-export function refusalExplained(refusal: RoundResult, all: readonly RoundResult[]): boolean {
+export function refusalExplained(refusal: RoundResult, all: readonly RoundResult[], lockAtLeastForMs = 0): boolean {
   const winners = all.filter((result) => result.executed && result.round !== refusal.round);
-  if (refusal.reason === 'locked') return winners.some((winner) => winner.at <= refusal.answered && winner.answered >= refusal.at);
+  const heldUntil = (winner: RoundResult): number => Math.max(winner.answered, (winner.start ?? winner.answered) + lockAtLeastForMs);
+  if (refusal.reason === 'locked') return winners.some((winner) => winner.at <= refusal.answered && heldUntil(winner) >= refusal.at);
   if (refusal.reason === 'slot-done') return winners.some((winner) => winner.round > refusal.round && winner.at <= refusal.answered);
   return false;
 }
