@@ -40,7 +40,8 @@ describe('concurrency', () => {
 
       expect(all.filter((r) => !r.executed && r.reason !== 'locked')).toEqual([]);
       for (let round = 0; round < ROUNDS; round += 1) {
-        const winners = all.filter((r) => r.round === round && r.executed).sort((x, y) => x.at - y.at);
+        // In the order they ran (a stalled contender may have asked first and started last).
+        const winners = all.filter((r) => r.round === round && r.executed).sort((x, y) => (x.start ?? 0) - (y.start ?? 0));
         // A round nobody won: every contender was refused while another round's winner held the
         // lock (a winner a stalled machine made late holds it lockAtLeastFor from then, or longer
         // while it runs).
@@ -49,7 +50,7 @@ describe('concurrency', () => {
         // first winner's lockAtLeastFor had run out (the lock expired: nothing held it off), on a
         // stalled machine. Its take was decided before its body started; the first lock was taken
         // after its winner asked. A second win that started before that lock surely expired is a
-        // double run.
+        // double run (and the bodies may never overlap: checked below).
         const [first, second, ...more] = winners;
         const straggler =
           second !== undefined && more.length === 0 && (second.start ?? 0) >= (first?.at ?? Infinity) + LOCK_AT_LEAST_FOR_MS;
