@@ -2,7 +2,7 @@
 // last fired at, so that decorated calls, guard.run calls and guard.schedule fires of one job share
 // the slot watermark.
 import cron from 'node-cron';
-import { lockedByAHold, type LockHold, type ReportedRefusal } from './support/lock-holds.js';
+import { explainedByOtherSlots, runsWithoutHold, type LockHold, type ReportedRefusal } from './support/lock-holds.js';
 import { describe, expect, it } from 'vitest';
 import { createGuard, guarded, type RunOptions } from '../src/index.js';
 import { EARLY_CALL_TOLERANCE_MS } from '../src/core/cron-slots.js';
@@ -282,14 +282,9 @@ describe('a plain setInterval caller with `cron` set', () => {
       // nobody calls that slot again; a call that comes once a later second's run has started finds
       // it `slot-done`: on a loaded machine such a second goes unrun. Any other refusal of a missing
       // second is a bug; a second no call fell in (every replica's timer late past it), at most one.
-      const explained = (refusal: ReportedRefusal): boolean =>
-        lockedByAHold(refusal, holds) ||
-        (refusal.reason === 'slot-done' &&
-          ran.some((run) => Date.parse(run.slot ?? '') > Date.parse(refusal.slot ?? '') && run.start <= refusal.at));
+      const explained = (refusal: ReportedRefusal): boolean => explainedByOtherSlots(refusal, holds, ran);
       // Every run's hold was reported (the rule rests on them).
-      expect(
-        ran.filter((run) => !holds.some((hold) => hold.slot === run.slot && hold.from <= run.start && hold.until >= run.start)),
-      ).toEqual([]);
+      expect(runsWithoutHold(ran, holds)).toEqual([]);
       const refusedMissing = refusals.filter((refusal) => refusal.slot !== null && missing.includes(refusal.slot));
       expect(
         refusedMissing.filter((refusal) => !explained(refusal)),

@@ -12,7 +12,7 @@ import { setModuleGuard } from '../src/nestjs/guarded-cron.js';
 import { createGuard } from '../src/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withGuardOn } from './support/guards.js';
-import { lockedByAHold, type LockHold } from './support/lock-holds.js';
+import { explainedByOtherSlots, runsWithoutHold, type LockHold } from './support/lock-holds.js';
 import { spreadOffsetMs } from '../src/core/spread.js';
 import { databaseUrl, dialectTargets, uniquePrefix, type DialectTarget } from './support/dialects.js';
 import { assertBuilt, describeResult, repoRoot, runProcess, type ProcessResult } from './support/run-process.js';
@@ -254,14 +254,10 @@ describe('real Nest apps, two processes per dialect, an every-second job', () =>
         // ('slot-done' once a later second's run had started: a take a stalled machine sent late;
         // 'locked' while another second's run held the lock, from its take's send to its release's
         // answer). Anything else is a bug.
-        const explained = (skip: (typeof skips)[number]): boolean =>
-          (skip.reason === 'slot-done' &&
-            runs.some((run) => Date.parse(run.slot ?? '') > Date.parse(skip.slot ?? '') && run.at <= skip.at)) ||
-          lockedByAHold(skip, holds);
+        const ranAt = runs.map((run) => ({ slot: run.slot, start: run.at }));
+        const explained = (skip: (typeof skips)[number]): boolean => explainedByOtherSlots(skip, holds, ranAt);
         // Every run's hold was reported (the rule above rests on them).
-        expect(runs.filter((run) => !holds.some((hold) => hold.slot === run.slot && hold.from <= run.at && hold.until >= run.at))).toEqual(
-          [],
-        );
+        expect(runsWithoutHold(ranAt, holds)).toEqual([]);
         const refusals = skips.filter((skip) => skip.slot !== null && missing.includes(skip.slot));
         expect(
           refusals.filter((skip) => !explained(skip)),

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createGuard } from '../src/index.js';
 import { databaseUrl, uniquePrefix } from './support/dialects.js';
-import { lockedByAHold, type ReportedRefusal } from './support/lock-holds.js';
+import { explainedByOtherSlots, runsWithoutHold, type ReportedRefusal } from './support/lock-holds.js';
 import { eachDialectAtOnce, type DialectCase } from './support/dialects-at-once.js';
 import { withGuardOn } from './support/guards.js';
 import type { ReplicaMessage } from './support/cron-replica-messages.js';
@@ -132,13 +132,9 @@ describe('node-cron replicas', () => {
       // send to its release's answer), 'slot-done' once a later slot's run had started.
       const holds = replicas.flatMap((replica) => replica.received.flatMap((message) => (message.type === 'held' ? [message] : [])));
       // Every run's hold was reported (the rule below rests on them).
-      expect(
-        runs.filter((run) => !holds.some((hold) => hold.slot === run.slot && hold.from <= run.start && hold.until >= run.end)),
-        JSON.stringify(holds),
-      ).toEqual([]);
+      expect(runsWithoutHold(runs, holds), JSON.stringify(holds)).toEqual([]);
       const explained = (skip: ReportedRefusal): boolean =>
-        (skip.reason === 'locked' && (overranInto(skip.slot ?? '') || lockedByAHold(skip, holds))) ||
-        (skip.reason === 'slot-done' && runs.some((run) => Date.parse(run.slot) > Date.parse(skip.slot ?? '') && run.start <= skip.at));
+        (skip.reason === 'locked' && overranInto(skip.slot ?? '')) || explainedByOtherSlots(skip, holds, runs);
       const skipsOf = replicas.flatMap((replica) =>
         replica.received.filter(
           (message) => message.type === 'skipped' && message.slot !== null && unrun.includes(message.slot) && !explained(message),

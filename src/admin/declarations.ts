@@ -72,7 +72,7 @@ export function createDeclarationStore(db: Kysely<unknown>, dialect: Dialect, ta
      * statement by the drain of its runs in flight; back-dated on the database's clock so that the
      * slots of a slow shutdown are not counted as missed.
      */
-    async stop(jobs: readonly string[], instanceId: string, stoppedMsAgo = 0): Promise<void> {
+    async stop(jobs: readonly string[], instanceId: string, stoppedMsAgo: number): Promise<void> {
       const stoppedAt = reads.nowMinus(Math.max(stoppedMsAgo, 0));
       for (const batch of chunks(jobs)) {
         const names = sql.join(batch);

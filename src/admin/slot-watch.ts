@@ -72,10 +72,11 @@ export class SlotWatch {
   /**
    * At shutdown, once the runs in flight are done: this process no longer declares its jobs, since
    * `stoppedMsAgo` (when it stopped starting runs). When it was the last process declaring a job,
-   * the ledger expects no slot of it from then until a process declares it again. Never rejects: a stop not recorded (tables before 007, database
-   * down) leaves the later slots expected, as after a crash.
+   * the ledger expects no slot of it from then until a process declares it again. Never rejects: a
+   * stop not recorded (tables before 007, database down) leaves the later slots expected, as after
+   * a crash.
    */
-  async recordStop(stoppedMsAgo = 0): Promise<void> {
+  async recordStop(stoppedMsAgo: number): Promise<void> {
     clearInterval(this.#refresh);
     if (this.#declaredJobs.size === 0) return;
     const { dialect, logger } = this.#context;
