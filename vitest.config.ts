@@ -14,6 +14,17 @@ const ALONE = [
   'test/setup/smoke.test.ts',
 ];
 
+/** Files that change process-wide state (the default guard, TZ, fake timers, process listeners): each in a process of its own. */
+const OWN_PROCESS = [
+  'test/commonjs.test.ts',
+  'test/coordinator.test.ts',
+  'test/decorators.test.ts',
+  'test/nestjs.test.ts',
+  'test/options.test.ts',
+  'test/outage-logging.test.ts',
+  'test/time-zone.test.ts',
+];
+
 const common = {
   setupFiles: ['test/setup/unhandled-rejections.ts'],
   pool: 'forks' as const,
@@ -38,9 +49,19 @@ export default defineConfig({
           name: 'suite',
           include: ['test/**/*.test.ts'],
           // The fault scenarios and the topologies run on their own: `npm run test:faults`, `npm run test:topologies`.
-          exclude: ['test/faults/**', 'test/topologies/**', '**/node_modules/**', ...ALONE],
+          exclude: ['test/faults/**', 'test/topologies/**', '**/node_modules/**', ...ALONE, ...OWN_PROCESS],
+          isolate: false,
           // Three files at a time on two cores: most of a file's time is spent waiting (on the
           // clock, on processes starting, on the servers), little of it computing.
+          maxWorkers: Number(process.env['CRONGUARD_TEST_WORKERS'] ?? 3),
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        test: {
+          ...common,
+          name: 'own-process',
+          include: OWN_PROCESS,
           maxWorkers: Number(process.env['CRONGUARD_TEST_WORKERS'] ?? 3),
           sequence: { groupOrder: 0 },
         },
