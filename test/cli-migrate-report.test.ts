@@ -1,6 +1,6 @@
 // `cronguard migrate` says what it did (issue #35): the migrations it applied, or that the tables
 // were already up to date; and on MySQL/MariaDB, for a user without CREATE ROUTINE, that the take
-// procedure was NOT created, what that costs and the GRANT to run. Through the real binary.
+// procedure was NOT created, what that costs and the GRANT to run. Through its command line.
 import { describe, expect, it } from 'vitest';
 import { baseMigrations, schemaMigrations, SCHEMA_VERSION } from '../migrations/index.js';
 import { takeProcedureName } from '../src/dialects/mysql/schema.js';

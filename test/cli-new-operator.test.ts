@@ -1,4 +1,4 @@
-// The messages a new operator met (issue #35, item 7), through the real `cronguard` binary: an
+// The messages a new operator met (issue #35, item 7), through the `cronguard` command line: an
 // unknown flag in our words with the nearest one, a mistyped command, the migrate hint from the
 // controls on tables not migrated, a refused trigger that names --force, a SQLite path whose
 // directory is missing, and a `slots` table whose columns add up. Cron expressions node-cron

@@ -1,6 +1,6 @@
 // What a new operator hits on the `cronguard` command (issue #26): a mistyped job name that acted, an
 // unlock with no trail, a job that could not be forgotten, and messages that did not say what to do.
-// Through the real binary, on every dialect.
+// Through its command line, on every dialect.
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl, uniquePrefix } from './support/dialects.js';

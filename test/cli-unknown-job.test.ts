@@ -1,5 +1,5 @@
 // `cronguard slots|history|doctor --job` for a name the tables have never seen: exit 2 with the
-// nearest known names, end to end through child_process on the built package, every dialect.
+// nearest known names, through its command line (test/support/cronguard-cli.ts), every dialect.
 import { describe } from 'vitest';
 import { databaseUrl, uniquePrefix } from './support/dialects.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';

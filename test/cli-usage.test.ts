@@ -1,13 +1,36 @@
-// The `cronguard` command's own output and usage errors, end to end through child_process on the
-// built package: escapes for hostile text, one line per refusal, help and version (test/cli.test.ts
-// reads the tables).
+// The `cronguard` command's own output and usage errors: escapes for hostile text, one line per
+// refusal, help and version (test/cli.test.ts reads the tables). Its command line runs in this
+// process; the built bin runs as a child process for what the process adds: its exit code and
+// streams.
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
-import { cronguard } from './support/cronguard-cli.js';
+import { cronguard, cronguardProcess } from './support/cronguard-cli.js';
+
+describe('the cronguard bin', () => {
+  it('sets the exit code and writes to its own stdout and stderr: help, a usage error, a database command', async () => {
+    const url = databaseUrl({ name: 'sqlite', serverUrl: 'sqlite:' });
+    const common = ['--database', url, '--table-prefix', uniquePrefix()];
+    const [help, usage, migrated] = await Promise.all([
+      cronguardProcess(['--help']),
+      cronguardProcess(['migrate']),
+      cronguardProcess(['migrate', ...common]),
+    ]);
+    expect(help).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Usage: cronguard <command>/), stderr: '' });
+    expect(usage).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'cronguard: no database: pass --database <url>, or set CRONGUARD_DATABASE_URL or DATABASE_URL\n',
+    });
+    expect(migrated).toMatchObject({ code: 0, stderr: '' });
+    // The same command line in this process answers as the bin did.
+    expect(await cronguard(['locks', '--json', ...common])).toEqual(await cronguardProcess(['locks', '--json', ...common]));
+    expect(await cronguard(['migrate'])).toEqual(usage);
+  });
+});
 
 describe('cronguard output', () => {
   it('writes control characters in job names and errors as escapes, never raw to the terminal', async () => {
@@ -91,7 +114,7 @@ describe('cronguard usage errors', () => {
         message: /^cronguard: Migrating the cronguard tables failed: .*ECONNREFUSED/,
       },
     ];
-    // The commands run side by side (each its own process, nothing shared): the checks, in order, after.
+    // The commands run side by side (nothing shared): the checks, in order, after.
     const results = await Promise.all(cases.map(({ args }) => cronguard(args)));
     for (const [index, { args, message }] of cases.entries()) {
       const result = results[index] as Awaited<ReturnType<typeof cronguard>>;

@@ -1,5 +1,6 @@
-// The `cronguard` command reading and changing the tables, end to end through child_process on the
-// built package, every dialect (test/cli-usage.test.ts: its own output and usage errors).
+// The `cronguard` command reading and changing the tables, through its command line
+// (test/support/cronguard-cli.ts), every dialect (test/cli-usage.test.ts: its own output and usage
+// errors).
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe } from 'vitest';
@@ -10,7 +11,7 @@ import { SCHEMA_VERSION } from '../migrations/index.js';
 import { cronguard } from './support/cronguard-cli.js';
 
 // Each scenario runs on every dialect at once (its own tables on each): most of its time is the
-// cronguard processes it starts one after another, each waiting on its database.
+// cronguard commands it runs one after another, each waiting on its database.
 describe('cronguard migrate', () => {
   eachDialectAtOnce(
     'creates the tables, from --database, CRONGUARD_DATABASE_URL or DATABASE_URL',

@@ -1,8 +1,6 @@
 // MySQL/MariaDB server settings the guard must not depend on, on a MariaDB this file starts (they
 // are server-wide, so never on the shared test server): NO_BACKSLASH_ESCAPES and ANSI_QUOTES in
 // sql_mode (a job name must stay a value), and any isolation level (SERIALIZABLE, REPEATABLE READ).
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { Kysely, MysqlDialect } from 'kysely';
 import mysql from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,10 +10,9 @@ import { uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { openRaw, type RawDatabase } from './support/raw-database.js';
 import { HOSTILE_NAMES, slotRace } from './support/slot-race.js';
-import { compiledCli } from './support/compiled-fixtures.js';
+import { cronguard } from './support/cronguard-cli.js';
 
 const HOSTILE_SQL_MODE = 'NO_BACKSLASH_ESCAPES,ANSI_QUOTES,STRICT_TRANS_TABLES';
-const bin = compiledCli();
 
 let server: RunningDatabase | undefined;
 let raw: RawDatabase;
@@ -151,13 +148,10 @@ describe.skipIf(findMariadbd() === undefined && process.env['CI'] === undefined)
     await held.started;
     const before = await lockRows(prefix);
     const hostile = "x' OR 1=1 -- ";
-    const cli = (args: string[]) =>
-      promisify(execFile)(process.execPath, [bin, ...args, '--database', url(), '--table-prefix', prefix], {
-        env: { ...process.env, CRONGUARD_DATABASE_URL: '' },
-      }).then(
-        ({ stdout }) => stdout,
-        (error: { stdout: string; stderr: string }) => `${error.stdout}${error.stderr}`,
-      );
+    const cli = async (args: string[]): Promise<string> => {
+      const { stdout, stderr } = await cronguard([...args, '--database', url(), '--table-prefix', prefix]);
+      return `${stdout}${stderr}`;
+    };
     await cli(['unlock', hostile, '--force']);
     expect(await lockRows(prefix)).toEqual(before);
     expect(await guard.run({ name: hostile, lockAtMostFor: '1m' }, () => 1)).toEqual({ executed: true, value: 1 });

@@ -1,8 +1,6 @@
 // The slot ledger in one process, on every dialect: declared schedules, guard.slots, the missed
 // and late events after a win, and the CLI's `slots`.
-import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import type { CompiledQuery } from 'kysely';
 import cron from 'node-cron';
 import { describe } from 'vitest';
@@ -12,21 +10,9 @@ import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { loggedKysely } from './support/logged-kysely.js';
 import { openRaw } from './support/raw-database.js';
-import { compiledCli } from './support/compiled-fixtures.js';
+import { cronguard } from './support/cronguard-cli.js';
 
 const EVERY_SECOND = '* * * * * *';
-const bin = compiledCli();
-
-/** The built `cronguard` command: its exit code and output. */
-async function cronguard(args: string[]): Promise<{ code: number; stdout: string }> {
-  try {
-    const { stdout } = await promisify(execFile)(process.execPath, [bin, ...args]);
-    return { code: 0, stdout };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string };
-    return { code: failed.code, stdout: failed.stdout };
-  }
-}
 
 /** A time column read raw: a Date, or text. */
 function timeOf(value: unknown): number {

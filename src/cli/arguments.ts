@@ -6,12 +6,30 @@ import type { Guard } from '../guard/create-guard.js';
 export class UsageError extends Error {}
 
 /**
+ * What a command line is run with: where its output and its errors go, and the environment it reads
+ * its database URL from. The `cronguard` bin gives its own process's (`processIO`); a program or a
+ * test can run a command line in its own process with others.
+ */
+export interface CliIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** The running process's stdout, stderr and environment. */
+export const processIO: CliIO = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  env: process.env,
+};
+
+/**
  * The message on stderr, its lines as lines. Other control characters are written as escapes:
  * whatever a message quotes (a job name, a driver's text) must not reach the terminal raw; the
  * CLI escapes a job name's newlines itself where it quotes one.
  */
-export function fail(message: string): number {
-  process.stderr.write(`cronguard: ${message.split('\n').map(printable).join('\n')}\n`);
+export function fail(io: CliIO, message: string): number {
+  io.stderr(`cronguard: ${message.split('\n').map(printable).join('\n')}\n`);
   return 2;
 }
 

@@ -4,6 +4,7 @@ import { hostname, networkInterfaces } from 'node:os';
 import type { Guard } from '../guard/create-guard.js';
 import { parseHost } from '../integrations/dashboard/http.js';
 import { UsageError, type CommandOutput } from './commands.js';
+import type { CliIO } from './arguments.js';
 import { printable } from './format.js';
 
 /** The options of `cronguard dashboard`. */
@@ -48,7 +49,7 @@ export function ownHostNames(host: string, port: number, extra: readonly string[
  * --read-only, since whoever reaches a loopback port is on this machine. Bound elsewhere without
  * --read-only, anyone who reaches the port can use the controls: a warning says so.
  */
-export async function dashboardCommand(guard: Guard, options: DashboardCommandOptions): Promise<CommandOutput> {
+export async function dashboardCommand(guard: Guard, options: DashboardCommandOptions, io: CliIO): Promise<CommandOutput> {
   const port = Number(options.port ?? '4500');
   if (!/^\d+$/.test(options.port ?? '4500') || port > 65_535)
     throw new UsageError(`--port must be a port number from 0 to 65535, got ${JSON.stringify(options.port)}`);
@@ -79,7 +80,7 @@ export async function dashboardCommand(guard: Guard, options: DashboardCommandOp
   const bound = typeof address === 'object' && address !== null ? address.port : port;
   const url = `http://${asHostName(host)}:${bound}${options.basePath?.replace(/\/$/, '') ?? ''}/`;
   if (!readOnly && !isLoopback(host)) {
-    process.stderr.write(
+    io.stderr(
       `cronguard: warning: the dashboard on ${host} has controls (pause, resume, trigger, unlock) and no login: anyone who can reach it can use them. ` +
         'Pass --read-only, or bind to 127.0.0.1 and reach it through an SSH tunnel.\n',
     );
@@ -95,7 +96,7 @@ export async function dashboardCommand(guard: Guard, options: DashboardCommandOp
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  process.stdout.write(`cronguard dashboard: ${url} (${readOnly ? 'read-only' : 'with controls'}); Ctrl-C stops it\n`);
+  io.stdout(`cronguard dashboard: ${url} (${readOnly ? 'read-only' : 'with controls'}); Ctrl-C stops it\n`);
   await stopped;
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));

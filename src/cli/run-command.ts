@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { inspect } from 'node:util';
 import { createGuard, type Guard } from '../guard/create-guard.js';
 import { messageOf } from '../core/errors.js';
 import { sqlitePath } from '../dialects/sqlite/connection.js';
@@ -19,7 +20,7 @@ import {
 } from './commands.js';
 import { auditCommand, forgetCommand, pauseCommand, resumeCommand, triggerCommand } from './control-commands.js';
 import { slotsCommand } from './slots-command.js';
-import { fail, UsageError } from './arguments.js';
+import { fail, UsageError, type CliIO } from './arguments.js';
 
 /** A command line that parsed: the command, its job and options, and where its database came from. */
 export interface CommandRequest {
@@ -37,7 +38,7 @@ export interface CommandRequest {
 }
 
 /** Opens the guard on the database, runs the command, prints its output; the exit code. */
-export async function runCommand(request: CommandRequest): Promise<number> {
+export async function runCommand(request: CommandRequest, io: CliIO): Promise<number> {
   const { command, job, options, database } = request;
   // Only migrate creates a SQLite file: a mistyped path for a read would leave an empty database behind.
   if (/^sqlite:/i.test(database)) {
@@ -45,11 +46,12 @@ export async function runCommand(request: CommandRequest): Promise<number> {
     // migrate creates the file, never its directory: say so before it fails on a missing one.
     if (path !== ':memory:' && !existsSync(dirname(resolve(path)))) {
       return fail(
+        io,
         `no directory ${dirname(resolve(path))} for the SQLite database ${path}: create it first (cronguard migrate creates the file, not its directory)`,
       );
     }
     if (command !== 'migrate' && path !== ':memory:' && !existsSync(path)) {
-      return fail(`no SQLite database at ${path} (cronguard migrate creates it)`);
+      return fail(io, `no SQLite database at ${path} (cronguard migrate creates it)`);
     }
   }
 
@@ -57,19 +59,19 @@ export async function runCommand(request: CommandRequest): Promise<number> {
   try {
     // Errors are logged by the CLI itself, once, as one line; the dashboard's own (a page that
     // failed, a refused host) go to stderr as they happen.
-    const toStderr = (message: string): void => void process.stderr.write(`cronguard: ${printable(message)}\n`);
+    const toStderr = (message: string): void => io.stderr(`cronguard: ${printable(message)}\n`);
     guard = createGuard({
       database,
       tablePrefix: request.tablePrefix,
       logger: command === 'dashboard' ? { warn: toStderr, error: toStderr } : { warn: () => {}, error: () => {} },
     });
     const output =
-      command === 'dashboard' ? await dashboardCommand(guard, request.dashboard) : await run(guard, command, job, options, database);
-    process.stdout.write(request.json ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
+      command === 'dashboard' ? await dashboardCommand(guard, request.dashboard, io) : await run(guard, command, job, options, database);
+    io.stdout(request.json ? `${JSON.stringify(output.json, null, 2)}\n` : output.text);
     return output.exitCode;
   } catch (error) {
-    if (process.env.CRONGUARD_DEBUG !== undefined) console.error(error);
-    return fail(describeError(error, request));
+    if (io.env['CRONGUARD_DEBUG'] !== undefined) io.stderr(`${inspect(error)}\n`);
+    return fail(io, describeError(error, request));
   } finally {
     await guard?.close().catch(() => undefined);
   }

@@ -2,10 +2,7 @@ import { expect } from 'vitest';
 import { databaseUrl, uniquePrefix, type DialectTarget } from './dialects.js';
 import { withGuardOn } from './guards.js';
 import { startWorker, type Worker } from './processes.js';
-import { describeResult, repoRoot, runProcess } from './run-process.js';
-import { compiledCli } from './compiled-fixtures.js';
-
-const bin = compiledCli();
+import { cronguard as runCronguard } from './cronguard-cli.js';
 
 /** Replica processes on one set of migrated tables, and the `cronguard` command against those tables. */
 export interface ReplicaGroup<Message extends { type: string }> {
@@ -32,8 +29,8 @@ export async function startReplicaGroup<Message extends { type: string }>(
   const replicas = Array.from({ length: count }, () => startWorker<Message>(fixture, [url, prefix, ...args]));
   await Promise.all(replicas.map((replica) => replica.next('ready')));
   const cronguard = async (...command: string[]): Promise<number> => {
-    const result = await runProcess(process.execPath, [bin, ...command, '--database', url, '--table-prefix', prefix], repoRoot);
-    expect(result.code, describeResult(`cronguard ${command.join(' ')}`, result)).toBe(0);
+    const result = await runCronguard([...command, '--database', url, '--table-prefix', prefix]);
+    expect(result.code, `cronguard ${command.join(' ')}: ${result.stderr}`).toBe(0);
     return Date.now();
   };
   return { url, prefix, replicas, cronguard };
