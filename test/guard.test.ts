@@ -82,15 +82,27 @@ describe.each(dialectTargets())('guard on $name', (target) => {
       const c = guardOn(url, prefix).guard;
       const job = { name: 'owner-check', lockAtMostFor: '1s' };
       // A's lock expires 1 s after A took it (waited for by its event: on a busy machine the take
-      // itself can take a while), while A's job still runs.
+      // itself can take a while), while A's job still runs: it runs until B's job has started (a
+      // fixed 1.5 s let a busy machine's B take the lock only after A had released it).
+      let bStarted!: () => void;
+      const bIn = new Promise<void>((resolve) => (bStarted = resolve));
       const aTaken = new Promise((resolve) => a.on('acquired', resolve));
-      const aRun = a.run(job, () => sleep(1_500));
+      const aRun = a.run(job, () => bIn);
       await aTaken;
       await sleep(1_100);
       let bRelease!: () => void;
-      const bRun = b.run({ ...job, lockAtMostFor: '10s' }, () => new Promise<void>((r) => (bRelease = r)));
-      await expect.poll(() => bRelease).toBeTypeOf('function');
+      const bRun = b.run(
+        { ...job, lockAtMostFor: '10s' },
+        () =>
+          new Promise<void>((resolve) => {
+            bRelease = resolve;
+            bStarted();
+          }),
+      );
+      // A B that is refused ends A's job too, for the assertions below to say so.
+      void bRun.then(bStarted);
       expect((await aRun).executed).toBe(true);
+      expect(bRelease).toBeTypeOf('function');
       expect(aLogger.warnings.join('\n')).toMatch(/outlived its lock/);
       // A's late release matched nothing: B still holds the lock, so a third contender is skipped.
       expect(await c.run(job, () => 'c')).toEqual({ executed: false, reason: 'locked' });
