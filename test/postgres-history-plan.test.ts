@@ -24,12 +24,30 @@ describe('history on postgres at 1,000,000 rows', () => {
     const raw = await openRaw('postgres', url);
     try {
       await guard.migrate();
+      // The million rows go in with the table's indexes and keys dropped, and each is then made
+      // again from its own definition as the migration made it (pg_indexes, pg_constraint): one
+      // sorted build each instead of a million insertions into each, about half the time.
+      const table = `${prefix}runs`;
+      const keys = await raw.query<{ conname: string; definition: string }>(
+        `SELECT conname, pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conrelid = ?::regclass AND contype IN ('p', 'u')`,
+        [table],
+      );
+      const indexes = await raw.query<{ indexname: string; indexdef: string }>(
+        `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ? AND indexname NOT IN
+           (SELECT conname FROM pg_constraint WHERE conrelid = ?::regclass)`,
+        [table, table],
+      );
+      expect(indexes.map((index) => index.indexname)).toContain(`${prefix}runs_job_started`);
+      for (const { indexname } of indexes) await raw.exec(`DROP INDEX ${indexname}`);
+      for (const { conname } of keys) await raw.exec(`ALTER TABLE ${table} DROP CONSTRAINT ${conname}`);
       await raw.exec(`INSERT INTO ${prefix}runs
           (id, job_name, status, locked_by, started_at, finished_at, duration_ms, lock_at_most_for_ms, lock_until, overran)
         SELECT md5(i::text), 'job-' || (i % 100), 'succeeded', 'bulk', now() - i * interval '1 second',
                now() - i * interval '1 second' + interval '10 milliseconds', 10, 60000, now(), false
-          FROM generate_series(1, 1000000) AS i;
-        ANALYZE ${prefix}runs;`);
+          FROM generate_series(1, 1000000) AS i`);
+      for (const { conname, definition } of keys) await raw.exec(`ALTER TABLE ${table} ADD CONSTRAINT ${conname} ${definition}`);
+      for (const { indexdef } of indexes) await raw.exec(indexdef);
+      await raw.exec(`ANALYZE ${prefix}runs`);
       queries.length = 0;
       const page = await guard.history({ job: 'job-7', limit: 50 });
 
