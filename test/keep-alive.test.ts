@@ -2,13 +2,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { GuardError, GuardEventMap } from '../src/index.js';
-import { dialectTargets } from './support/dialects.js';
+import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn, migratedGuard } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
 
-describe.each(dialectTargets())("the job's safety tools on $name", (target) => {
-  describe.skipIf(target.serverUrl === null)('', () => {
-    it('keep-alive keeps a job that runs 3× lockAtMostFor exclusive against a contender trying every 100 ms', async () => {
+// Each scenario on the three dialects at once (each its own tables): most of a scenario is waiting
+// on the lock's clock.
+describe("the job's safety tools", () => {
+  eachDialectAtOnce(
+    'keep-alive keeps a job that runs 3× lockAtMostFor exclusive against a contender trying every 100 ms',
+    async ({ target, expect }) => {
       const { guard, url, prefix } = await migratedGuard(target);
       const contender = guardOn(url, prefix).guard;
       // An extend every second keeps a 3 s lock: 2 s of slack for a loaded machine (at 1.5 s and at
@@ -49,22 +52,25 @@ describe.each(dialectTargets())("the job's safety tools on $name", (target) => {
       expect(runs.length - attempts.filter((attempt) => attempt === 'ran').length).toBe(1);
       expect(run?.overran).toBe(false);
       expect((run?.lockUntil?.getTime() ?? 0) - (run?.startedAt.getTime() ?? 0)).toBeGreaterThan(7_500);
-    });
+    },
+  );
 
-    it('never shortens the lock: an extend shorter than what is left keeps the later expiry', async () => {
-      const { guard, url, prefix } = await migratedGuard(target);
-      const result = await guard.run({ name: 'no-shorter', lockAtMostFor: '10s' }, async (ctx) => {
-        const extended = await ctx.extend('1s');
-        await expect(ctx.extend(0)).rejects.toThrow(TypeError);
-        await sleep(1_300);
-        // Another replica still finds the lock held after the 1 s the extend asked for.
-        const other = await guardOn(url, prefix).guard.run({ name: 'no-shorter', lockAtMostFor: '10s' }, () => 'overlap');
-        return { extended, other: other.executed ? 'ran' : other.reason };
-      });
-      expect(result).toEqual({ executed: true, value: { extended: true, other: 'locked' } });
+  eachDialectAtOnce('never shortens the lock: an extend shorter than what is left keeps the later expiry', async ({ target, expect }) => {
+    const { guard, url, prefix } = await migratedGuard(target);
+    const result = await guard.run({ name: 'no-shorter', lockAtMostFor: '10s' }, async (ctx) => {
+      const extended = await ctx.extend('1s');
+      await expect(ctx.extend(0)).rejects.toThrow(TypeError);
+      await sleep(1_300);
+      // Another replica still finds the lock held after the 1 s the extend asked for.
+      const other = await guardOn(url, prefix).guard.run({ name: 'no-shorter', lockAtMostFor: '10s' }, () => 'overlap');
+      return { extended, other: other.executed ? 'ran' : other.reason };
     });
+    expect(result).toEqual({ executed: true, value: { extended: true, other: 'locked' } });
+  });
 
-    it('fires the signal before the lock expires for a job that ignores it, and records the overrun', async () => {
+  eachDialectAtOnce(
+    'fires the signal before the lock expires for a job that ignores it, and records the overrun',
+    async ({ target, expect }) => {
       const { guard, url, prefix } = await migratedGuard(target);
       /** One run that ignores its signal; the longest stall of this process's event loop meanwhile. */
       const attempt = async (name: string) => {
@@ -102,46 +108,12 @@ describe.each(dialectTargets())("the job's safety tools on $name", (target) => {
         ['succeeded', false],
         ['succeeded', true],
       ]);
-    });
+    },
+  );
 
-    it.skipIf(target.name !== 'sqlite')(
-      'fires the signal before the lock expires while another run of this process waits for the write lock',
-      async () => {
-        // acquireTimeout is SQLite's busy timeout: better-sqlite3 waits for another connection's write
-        // lock synchronously, and no timer fires meanwhile. A 3 s wait would hold the signal (due at
-        // 1.2 s) past the lock's expiry (2.4 s): the wait is cut at the deadline instead. (With 0.6 s
-        // between the two, a full run's loaded machine once stalled this process past the expiry.)
-        const { guard, url } = await migratedGuard(target, { acquireTimeout: '3s' });
-        const writer = await openRaw('sqlite', url);
-        let firedAt = 0;
-        let expiresAt = 0;
-        const watched = guard.run({ name: 'watched', lockAtMostFor: 2_400 }, async (ctx) => {
-          expiresAt = ctx.lockExpiresAt;
-          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
-          firedAt = performance.now();
-          return (ctx.signal.reason as GuardError).code;
-        });
-        await sleep(50);
-        await writer.exec('BEGIN IMMEDIATE');
-        const other = await guard.run({ name: 'other', lockAtMostFor: '1m' }, () => 'ran');
-        await writer.exec('COMMIT');
-        expect(await watched).toEqual({ executed: true, value: 'DEADLINE' });
-        expect(firedAt).toBeLessThan(expiresAt);
-        // The waiting acquire gave up at the deadline, as a lock-wait timeout.
-        expect(other).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
-        // With no deadline ahead, a wait lasts the whole acquireTimeout again.
-        await writer.exec('BEGIN IMMEDIATE');
-        const waitStarted = performance.now();
-        const alone = await guard.run({ name: 'other', lockAtMostFor: '1m' }, () => 'ran');
-        const waited = performance.now() - waitStarted;
-        await writer.exec('COMMIT');
-        await writer.close();
-        expect(alone).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
-        expect(waited).toBeGreaterThanOrEqual(2_900);
-      },
-    );
-
-    it('extends by hand, moves the deadline, and aborts with LOCK_LOST when the lock was taken', async () => {
+  eachDialectAtOnce(
+    'extends by hand, moves the deadline, and aborts with LOCK_LOST when the lock was taken',
+    async ({ target, expect }) => {
       const { guard, url, prefix, logger } = await migratedGuard(target);
       const events: string[] = [];
       const record = (name: keyof GuardEventMap) => () => void events.push(name);
@@ -175,6 +147,45 @@ describe.each(dialectTargets())("the job's safety tools on $name", (target) => {
         reason: 'locked',
       });
       expect(events.at(-1)).toBe('skipped');
+    },
+  );
+});
+
+// A SQLite wait for the write lock stops this whole process (better-sqlite3 waits synchronously):
+// alone, not beside the other dialects' cases.
+describe("the job's safety tools on 'sqlite'", () => {
+  const target = { name: 'sqlite' as const, serverUrl: 'sqlite:' };
+  it('fires the signal before the lock expires while another run of this process waits for the write lock', async () => {
+    // acquireTimeout is SQLite's busy timeout: better-sqlite3 waits for another connection's write
+    // lock synchronously, and no timer fires meanwhile. A 3 s wait would hold the signal (due at
+    // 1.2 s) past the lock's expiry (2.4 s): the wait is cut at the deadline instead. (With 0.6 s
+    // between the two, a full run's loaded machine once stalled this process past the expiry.)
+    const { guard, url } = await migratedGuard(target, { acquireTimeout: '3s' });
+    const writer = await openRaw('sqlite', url);
+    let firedAt = 0;
+    let expiresAt = 0;
+    const watched = guard.run({ name: 'watched', lockAtMostFor: 2_400 }, async (ctx) => {
+      expiresAt = ctx.lockExpiresAt;
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      firedAt = performance.now();
+      return (ctx.signal.reason as GuardError).code;
     });
+    await sleep(50);
+    await writer.exec('BEGIN IMMEDIATE');
+    const other = await guard.run({ name: 'other', lockAtMostFor: '1m' }, () => 'ran');
+    await writer.exec('COMMIT');
+    expect(await watched).toEqual({ executed: true, value: 'DEADLINE' });
+    expect(firedAt).toBeLessThan(expiresAt);
+    // The waiting acquire gave up at the deadline, as a lock-wait timeout.
+    expect(other).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
+    // With no deadline ahead, a wait lasts the whole acquireTimeout again.
+    await writer.exec('BEGIN IMMEDIATE');
+    const waitStarted = performance.now();
+    const alone = await guard.run({ name: 'other', lockAtMostFor: '1m' }, () => 'ran');
+    const waited = performance.now() - waitStarted;
+    await writer.exec('COMMIT');
+    await writer.close();
+    expect(alone).toMatchObject({ executed: false, reason: 'error', error: { code: 'ACQUIRE_TIMEOUT' } });
+    expect(waited).toBeGreaterThanOrEqual(2_900);
   });
 });
