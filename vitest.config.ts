@@ -14,7 +14,10 @@ const ALONE = [
   'test/setup/smoke.test.ts',
 ];
 
-/** Files that change process-wide state (the default guard, TZ, fake timers, process listeners): each in a process of its own. */
+/**
+ * Files that change process-wide state (the default guard, TZ, fake timers, process listeners): each
+ * in a process of its own, not one after another in a shared worker as the `suite` project's are.
+ */
 const OWN_PROCESS = [
   'test/commonjs.test.ts',
   'test/coordinator.test.ts',
@@ -50,6 +53,8 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           // The fault scenarios and the topologies run on their own: `npm run test:faults`, `npm run test:topologies`.
           exclude: ['test/faults/**', 'test/topologies/**', '**/node_modules/**', ...ALONE, ...OWN_PROCESS],
+          // A worker runs its files one after another in one process: the modules they share load
+          // once per worker, not once per file (a file that leaves process-wide state goes in OWN_PROCESS).
           isolate: false,
           // Three files at a time on two cores: most of a file's time is spent waiting (on the
           // clock, on processes starting, on the servers), little of it computing.
