@@ -24,12 +24,15 @@ export async function frozenLink(databaseUrl: string): Promise<FrozenLink> {
     for (const socket of [client, upstream]) {
       sockets.push(socket);
       socket.on('error', () => socket.destroy());
-      if (frozen) socket.pause();
     }
     client.pipe(upstream);
     upstream.pipe(client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
+    // A connection opened while frozen is frozen too (a dead network lets no handshake through).
+    // Paused after the pipes: pipe() resumes a paused source, which let a new connection's
+    // statements through and answered an acquire that had to hang.
+    if (frozen) for (const socket of [client, upstream]) socket.pause();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
