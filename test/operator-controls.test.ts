@@ -6,7 +6,7 @@ import { eachDialectAtOnce, type DialectCase } from './support/dialects-at-once.
 import { withGuardOn } from './support/guards.js';
 import { droppedByAll, type Worker } from './support/processes.js';
 import { startReplicaGroup } from './support/replica-group.js';
-import { explainedByOtherSlots, runsWithoutHold, type LockHold, type ReportedRefusal } from './support/lock-holds.js';
+import { everyRefusalExplained, runsWithoutHold, type LockHold, type ReportedRefusal } from './support/lock-holds.js';
 import { assertBuilt } from './support/run-process.js';
 
 type Message =
@@ -106,16 +106,12 @@ describe('operator controls across processes', () => {
         const refusals = reported('skipped');
         const ranAt = runsOf(replicas).map((run) => ({ slot: run.slot, start: run.start, end: run.end }));
         expect(runsWithoutHold(ranAt, holds)).toEqual([]);
-        const explained = (slot: string): boolean => {
-          const ofSlot = refusals.filter((refusal) => refusal.slot === slot);
-          return ofSlot.length > 0 && ofSlot.every((refusal) => explainedByOtherSlots(refusal, holds, ranAt));
-        };
         expect(
           missed.filter(
             (slot) =>
               (Date.parse(slot) < held.start - 100 || Date.parse(slot) > held.end + 100) &&
               !droppedByAll(replicas, Date.parse(slot)) &&
-              !explained(slot),
+              !everyRefusalExplained(slot, refusals, holds, ranAt),
           ),
           `refusals: ${JSON.stringify(refusals)}; holds: ${JSON.stringify(holds)}`,
         ).toEqual([]);

@@ -7,7 +7,7 @@ import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { guardOn } from './support/guards.js';
 import { unpackOldRelease } from './support/old-release.js';
 import { droppedByAll, startWorker, type Worker } from './support/processes.js';
-import { explainedByOtherSlots, runsWithoutHold, type LockHold, type ReportedRefusal } from './support/lock-holds.js';
+import { everyRefusalExplained, runsWithoutHold, type LockHold, type ReportedRefusal } from './support/lock-holds.js';
 
 type Message =
   | { type: 'ready'; pid: number }
@@ -79,16 +79,11 @@ describe('a rolling deploy from 0.1.0', () => {
       const refusals = all.flatMap((replica) => replica.received.flatMap((message) => (message.type === 'skipped' ? [message] : [])));
       // Every run's hold was reported, in both versions (the rule rests on them).
       expect(runsWithoutHold(runs, holds)).toEqual([]);
-      const explained = (refusal: ReportedRefusal): boolean => explainedByOtherSlots(refusal, holds, runs);
-      const refusedLate = (slot: string): boolean => {
-        const ofSlot = refusals.filter((refusal) => refusal.slot === slot);
-        return ofSlot.length > 0 && ofSlot.every(explained);
-      };
       const times = runs.map((run) => Date.parse(run.slot)).sort((a, b) => a - b);
       const missing: string[] = [];
       for (let t = (times[0] ?? 0) + 1_000; t < (times.at(-1) ?? 0); t += 1_000) {
         const slot = new Date(t).toISOString();
-        if (!perSlot.has(slot) && !droppedByAll(all, t) && !refusedLate(slot)) missing.push(slot);
+        if (!perSlot.has(slot) && !droppedByAll(all, t) && !everyRefusalExplained(slot, refusals, holds, runs)) missing.push(slot);
       }
       expect(missing, JSON.stringify({ refusals: refusals.filter((refusal) => missing.includes(refusal.slot ?? '')), holds })).toEqual([]);
       expect(linesOf(all)).toEqual([]);
