@@ -26,8 +26,17 @@ const BODY_MS = 5;
 interface Ran {
   job: number;
   slot: number;
+  asked: number;
   start: number;
   end: number;
+  released: number;
+}
+interface Refusal {
+  job: number;
+  slot: number;
+  reason: string;
+  asked: number;
+  at: number;
 }
 type SoakMessage =
   | { type: 'ready' }
@@ -35,7 +44,7 @@ type SoakMessage =
       type: 'done';
       runs: Ran[];
       skips: Record<string, number>;
-      skipLog: { job: number; slot: number; reason: string; at: number }[];
+      skipLog: Refusal[];
       errors: string[];
     };
 
@@ -64,12 +73,31 @@ describe.each(dialectTargets())('contention soak on $name', (target) => {
           const ofJob = runs.filter((run) => run.job === job).sort((a, b) => a.start - b.start);
           for (let i = 1; i < ofJob.length; i += 1) if ((ofJob[i]?.start ?? 0) < (ofJob[i - 1]?.end ?? 0)) overlaps += 1;
         }
-        const missed = [...Array(JOBS * SLOTS).keys()].filter((i) => !perLock.has(`${i % JOBS}/${Math.floor(i / JOBS)}`));
+        const unrun = [...Array(JOBS * SLOTS).keys()].filter((i) => !perLock.has(`${i % JOBS}/${Math.floor(i / JOBS)}`));
+        const refusals = reports.flatMap((report) => report.skipLog);
+        // A slot nobody ran is a skip by design, not a loss, when every replica's refusal of it is
+        // explained by another run: 'locked' while an earlier slot's run of the job held the lock
+        // (its guard.run spanned the refusal's), 'slot-done' after a later slot's run had asked.
+        // On a loaded machine a run's release can answer past the next slot's 200 ms. Anything
+        // else (a refusal no run explains, 'paused', an error) leaves the slot missed.
+        const explained = (refusal: Refusal): boolean =>
+          runs.some(
+            (run) =>
+              run.job === refusal.job &&
+              (refusal.reason === 'locked'
+                ? run.slot < refusal.slot && run.asked < refusal.at && run.released > refusal.asked
+                : refusal.reason === 'slot-done' && run.slot > refusal.slot && run.asked < refusal.at),
+          );
+        const heldOver = unrun.filter((i) => {
+          const ofSlot = refusals.filter((refusal) => refusal.job === i % JOBS && refusal.slot === Math.floor(i / JOBS));
+          return ofSlot.length === PROCESSES && ofSlot.every(explained);
+        });
+        const missed = unrun.filter((i) => !heldOver.includes(i));
         // For whoever reads a failure: why each replica skipped the first missed slots, in ms after the slot was due.
         for (const i of missed.slice(0, 10)) {
           const [job, slot] = [i % JOBS, Math.floor(i / JOBS)];
           const due = startAt + slot * PERIOD_MS;
-          const why = reports.flatMap((report) => report.skipLog).filter((skip) => skip.job === job && skip.slot === slot);
+          const why = refusals.filter((skip) => skip.job === job && skip.slot === slot);
           console.error(`missed job ${job} slot ${slot}: ${why.map((skip) => `${skip.reason} at +${skip.at - due} ms`).join(', ')}`);
         }
         const raw = await openRaw(target.name, url);
@@ -89,11 +117,15 @@ describe.each(dialectTargets())('contention soak on $name', (target) => {
           lost: {
             duplicates: [...perLock.values()].filter((count) => count > 1).length,
             'missed slots': missed.length,
+            // The soak must still race: slots held over are the exception a stall makes, not the run.
+            'slots held over, past a tenth of all': heldOver.length > (JOBS * SLOTS) / 10 ? heldOver.length : 0,
             overlaps,
             'history rows ≠ executions': Math.abs(Number(history?.n) - runs.length) + Number(others?.n),
             errors: errors.length + skips('error'),
           },
-          figures: `${PROCESSES * JOBS * SLOTS} attempts in ${wallSeconds.toFixed(1)} s: ${runs.length} ran, ${skips('slot-done')} slot-done, ${skips('locked')} locked`,
+          figures:
+            `${PROCESSES * JOBS * SLOTS} attempts in ${wallSeconds.toFixed(1)} s: ${runs.length} ran, ${skips('slot-done')} slot-done, ${skips('locked')} locked` +
+            (heldOver.length > 0 ? `; ${heldOver.length} slots skipped by every replica while an earlier slot's run held the lock` : ''),
         };
       });
     },

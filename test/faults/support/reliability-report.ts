@@ -8,7 +8,7 @@ import { SCENARIOS, type ScenarioId, type ScenarioReport } from './scenario.js';
 const DESCRIPTIONS: Record<ScenarioId, string> = {
   'contention-soak':
     'Separate OS processes fire every job at every slot (a timer on 200 ms slots, each fire a `guard.run({ slot })`), the job body takes 5 ms. ' +
-    'Lost: a (job, slot) run twice, a slot nobody ran, two runs of one job overlapping in time, history rows ≠ executions, errors. `test/faults/contention-soak.test.ts`.',
+    "Lost: a (job, slot) run twice, a slot nobody ran (unless every replica found it held by an earlier slot's run, or already passed by a later one: a skip by design, counted in the figures; more than a tenth of the slots so counts as lost), two runs of one job overlapping in time, history rows ≠ executions, errors. `test/faults/contention-soak.test.ts`.",
   'crashed-holder':
     'A holder in its own process is killed with SIGKILL mid-job; a contender ticks every 100 ms. Lost: a dead run not `abandoned`, a recovery later than ' +
     "`lockAtMostFor` + one tick (measured between the two runs' `started_at`, on the database clock), a takeover before `lockAtMostFor`. `test/faults/crashed-holder.test.ts`.",
