@@ -231,6 +231,27 @@ describe('database input', () => {
     expect(openFiles()).not.toContain(path);
   });
 
+  it.each([{ history: true }, { history: false }])(
+    'refuses to take a lock inside a transaction the app opened on its SQLite Database, history: $history',
+    async ({ history }) => {
+      const database = new Database(':memory:');
+      const guard = createGuard({ database, history, telemetry: false, logger: recordingLogger() });
+      await guard.migrate();
+      database.exec('BEGIN');
+      // The take would commit or roll back with the app's transaction: refused (an error skip, the
+      // job not run), and nothing written.
+      const refused = await guard.run({ name: 'inside', lockAtMostFor: '1m' }, () => 'ran');
+      expect(refused).toMatchObject({ executed: false, reason: 'error' });
+      const cause = refused.executed ? undefined : (refused.error as Error | undefined)?.cause;
+      expect(String(cause)).toMatch(/inside a transaction someone else opened/);
+      database.exec('ROLLBACK');
+      expect(database.prepare(`SELECT count(*) AS n FROM cronguard_locks`).get()).toEqual({ n: 0 });
+      expect(await guard.run({ name: 'inside', lockAtMostFor: '1m' }, () => 'ran')).toEqual({ executed: true, value: 'ran' });
+      await guard.shutdown();
+      database.close();
+    },
+  );
+
   it('rejects a Kysely transaction: lock statements must commit on their own', async () => {
     const database = new Database(':memory:');
     const kysely = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });

@@ -90,7 +90,7 @@ describe.each(servers)('guard on $name while its server restarts', ({ name, star
       await server.stop();
     });
 
-    it('during an acquire: the waiting acquire is skipped, nothing runs while down, runs within two ticks after', async () => {
+    it('during an acquire: the waiting acquire is skipped (or keeps the lock it won before the shutdown), nothing runs while down, runs within two ticks after', async () => {
       await scenario('database-restart', `${name} (during acquire)`, async () => {
         const { guard, prefix } = guardOn(server.url, uniquePrefix(), { acquireTimeout: '3s' });
         await guard.migrate();
@@ -105,17 +105,36 @@ describe.each(servers)('guard on $name while its server restarts', ({ name, star
         await raw.close().catch(() => undefined);
         const down = await attemptsWhileDown(guard, ['acquire', 'other']);
         await server.resume();
-        const ticks = await ticksToRun(() => guard.run(job, () => undefined));
+        // The waiting take can win its race with the shutdown: a fast shutdown ends the row holder's
+        // session and the waiter's at once, and when the holder's ends first, the waiter gets the
+        // row and may commit before its own end (seen on a loaded machine). Its job then runs as the
+        // lock's committed holder, its release meets the dead server, and the lock holds until
+        // lockAtMostFor: no loss. A win the server did not keep would be one: after the restart its
+        // run must be in the history, still running, and the lock held (the next attempt 'locked').
+        const wonTheRace = waited.executed;
+        let ticks = 0;
+        let winNotKept = 0;
+        if (wonTheRace) {
+          const [newest] = (await guard.history({ job: job.name })).runs;
+          const lock = (await guard.locks()).find((row) => row.name === job.name);
+          const next = await guard.run(job, () => undefined);
+          winNotKept = newest?.status === 'running' && lock?.state === 'held' && !next.executed && next.reason === 'locked' ? 0 : 1;
+        } else {
+          ticks = await ticksToRun(() => guard.run(job, () => undefined));
+        }
         return {
           done: 'row lock held by another session, acquire waiting, server stopped and started',
           times: 1,
           lost: {
-            'ran while down': ranDuringOutage + down.ranWhileDown,
-            'not an error skip': (waited.executed || waited.reason !== 'error' ? 1 : 0) + down.notErrorSkip,
+            'ran while down': down.ranWhileDown,
+            'not an error skip': (!waited.executed && waited.reason !== 'error' ? 1 : 0) + down.notErrorSkip,
+            'a win the server did not keep': winNotKept,
             'no run within two ticks after': ticks > 2 ? 1 : 0,
             'running rows past their lock': await strandedRuns(guard),
           },
-          figures: `ran again at tick ${ticks}`,
+          figures: wonTheRace
+            ? `the waiting take won its race with the shutdown (${ranDuringOutage} run, its lock kept after the restart)`
+            : `ran again at tick ${ticks}`,
         };
       });
     });

@@ -28,6 +28,12 @@ export interface SqliteRunner {
   transaction<T>(body: () => TransactionBody<T>): Promise<T>;
   /** One statement in autocommit. */
   execute: RunStatement;
+  /**
+   * One write statement in autocommit: its own transaction, which takes the write lock when the
+   * statement starts (waiting the busy timeout, as BEGIN IMMEDIATE does). Refused, as `transaction`
+   * is, inside a transaction someone else opened on the connection: it would commit with theirs.
+   */
+  write: RunStatement;
 }
 
 /**
@@ -60,11 +66,14 @@ export function nativeRunner(database: () => Database.Database): SqliteRunner {
     if (statement.reader) return { rows: statement.all(...parameters), changes: 0 };
     return { rows: [], changes: statement.run(...parameters).changes };
   };
-  const transaction = <T>(body: () => TransactionBody<T>): T => {
-    const db = database();
+  const refuseForeignTransaction = (db: Database.Database): void => {
     if (db.inTransaction) {
       throw new Error('the SQLite connection is inside a transaction someone else opened; give the guard its own connection');
     }
+  };
+  const transaction = <T>(body: () => TransactionBody<T>): T => {
+    const db = database();
+    refuseForeignTransaction(db);
     // Synchronous from BEGIN to COMMIT.
     run(BEGIN);
     try {
@@ -102,6 +111,13 @@ export function nativeRunner(database: () => Database.Database): SqliteRunner {
   return {
     synchronous: true,
     execute: (query) => settled(() => boundedWait(() => run(query))),
+    write: (query) =>
+      settled(() =>
+        boundedWait(() => {
+          refuseForeignTransaction(database());
+          return run(query);
+        }),
+      ),
     transaction: (body) => settled(() => boundedWait(() => transaction(body))),
   };
 }
@@ -117,6 +133,8 @@ export function kyselyRunner(db: Kysely<unknown>): SqliteRunner {
   return {
     synchronous: false,
     execute: runOn(db),
+    // Kysely's connection mutex holds a statement outside a transaction until the transaction ends.
+    write: runOn(db),
     transaction: (body) =>
       db.connection().execute(async (connection) => {
         const run = runOn(connection);

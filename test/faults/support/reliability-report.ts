@@ -17,7 +17,7 @@ const DESCRIPTIONS: Record<ScenarioId, string> = {
     "Lost: the paused run not `overran`, its late release freeing the successor's lock, its signal firing after its lock expired. `test/faults/paused-holder.test.ts`.",
   'database-restart':
     "The guard's own server (embedded PostgreSQL, mariadbd) is stopped and started again while an acquire waits on a row lock, while a job runs, and while a release waits on a row lock. " +
-    'Lost: a crash or unhandled rejection, a job run while the server was down, no normal run within two ticks after, a history row left `running` once its lock expired. `test/faults/database-restart.test.ts`.',
+    "Lost: a crash or unhandled rejection, a job run while the server was down, no normal run within two ticks after, a history row left `running` once its lock expired. A waiting acquire may win its race with the shutdown (the row holder's session ends first): its job then runs as the committed holder, and after the restart its run must be in the history and its lock held. `test/faults/database-restart.test.ts`.",
   'clock-skew':
     "Three node-cron replicas (every second) under Debian's faketime at +30 s, 0 and −30 s; the +30 s one runs a slot first, then the others race it. " +
     'Lost: a slot label run twice, a second of real time with no run or with two, the fast clock not flagged by `doctor`. ' +
