@@ -242,7 +242,7 @@ describe('database input', () => {
       // job not run), and nothing written.
       const refused = await guard.run({ name: 'inside', lockAtMostFor: '1m' }, () => 'ran');
       expect(refused).toMatchObject({ executed: false, reason: 'error' });
-      const cause = refused.executed ? undefined : (refused.error as Error | undefined)?.cause;
+      const cause = !refused.executed && refused.reason === 'error' ? refused.error.cause : undefined;
       expect(String(cause)).toMatch(/inside a transaction someone else opened/);
       database.exec('ROLLBACK');
       expect(database.prepare(`SELECT count(*) AS n FROM cronguard_locks`).get()).toEqual({ n: 0 });

@@ -1,7 +1,7 @@
 import type { AcquireOutcome, BatchedAcquire } from '../../core/dialect.js';
 import { noteFireStep } from '../../core/fire-timeline.js';
 import { namedStatement } from '../common/named-parameters.js';
-import type { AcquireValues, BatchProbeValues, BatchTakeValues, StatementRunner } from './statements.js';
+import { NOW_IN_MS, type AcquireValues, type BatchProbeValues, type BatchTakeValues, type StatementRunner } from './statements.js';
 
 /** What the batch statements share with the one-job statements of lock-store.ts. */
 export interface BatchAcquireParts {
@@ -72,14 +72,14 @@ export function batchAcquirer(parts: BatchAcquireParts): (acquires: readonly Bat
    FOR UPDATE OF l
 ), taken AS (
   UPDATE ${locks} AS l
-     SET previous_token = l.token, lock_until = now() + req.at_most_ms * interval '1 millisecond', locked_at = now(),
+     SET previous_token = l.token, lock_until = now() + req.at_most_ms * interval '1 millisecond', locked_at = ${NOW_IN_MS},
          locked_by = req.locked_by, token = req.token, last_slot = COALESCE(req.slot, l.last_slot)
     FROM req JOIN free ON free.name = req.name
    WHERE l.name = req.name AND l.lock_until <= now() AND ${notPaused} AND ${slotIsNewer}
   RETURNING l.name, l.lock_until, l.previous_token
 ), inserted AS (
   INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
-  SELECT req.name, now() + req.at_most_ms * interval '1 millisecond', now(), req.locked_by, req.token, req.slot
+  SELECT req.name, now() + req.at_most_ms * interval '1 millisecond', ${NOW_IN_MS}, req.locked_by, req.token, req.slot
     FROM req
    WHERE ${boundWait} AND NOT EXISTS (SELECT 1 FROM ${locks} l WHERE l.name = req.name)
    ORDER BY req.name

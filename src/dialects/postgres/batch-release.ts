@@ -1,6 +1,6 @@
 import type { BatchedRelease } from '../../core/dialect.js';
 import { namedStatement } from '../common/named-parameters.js';
-import type { BatchReleaseValues, StatementRunner } from './statements.js';
+import { NOW_IN_MS, type BatchReleaseValues, type StatementRunner } from './statements.js';
 
 /**
  * `LockStore.releaseMany` on PostgreSQL: the releases that ended in one turn of the event loop as
@@ -42,7 +42,7 @@ export function batchReleaser(
    FOR UPDATE OF l
 ), released AS (
   UPDATE ${locks} AS l
-     SET lock_until = GREATEST(now(), l.locked_at + req.at_least_ms * interval '1 millisecond'), token = NULL
+     SET lock_until = GREATEST(${NOW_IN_MS}, l.locked_at + req.at_least_ms * interval '1 millisecond'), token = NULL
     FROM req JOIN mine ON mine.name = req.name
    WHERE l.name = req.name AND l.token = req.token
   RETURNING l.name

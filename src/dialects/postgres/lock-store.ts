@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { batchAcquirer } from './batch-acquire.js';
 import { batchReleaser } from './batch-release.js';
 import { isPostgresSerializationFailure as isSerializationFailure } from './driver-errors.js';
-import { statementRunner, type AcquireValues, type ExtendValues, type ReleaseValues, type TriggerValues } from './statements.js';
+import { NOW_IN_MS, statementRunner, type AcquireValues, type ExtendValues, type ReleaseValues, type TriggerValues } from './statements.js';
 import { namedStatement } from '../common/named-parameters.js';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
@@ -79,14 +79,14 @@ export function createPostgresLockStore(
   const pausedNow = operatorControls ? `paused_at IS NOT NULL AND (paused_until IS NULL OR paused_until > now())` : 'false';
   const acquireSql = statement<AcquireValues>(`WITH taken AS (
   UPDATE ${locks}
-     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token,
+     SET previous_token = token, lock_until = ${lockUntil}, locked_at = ${NOW_IN_MS}, locked_by = :lockedBy, token = :token,
          last_slot = COALESCE(:slot, last_slot)
    WHERE ${boundWait} AND name = :name AND lock_until <= now() AND ${notPaused}
      AND (:slot::timestamptz IS NULL OR last_slot IS NULL OR last_slot < :slot)
   RETURNING lock_until, previous_token
 ), inserted AS (
   INSERT INTO ${locks} (name, lock_until, locked_at, locked_by, token, last_slot)
-  SELECT :name, ${lockUntil}, now(), :lockedBy, :token, :slot
+  SELECT :name, ${lockUntil}, ${NOW_IN_MS}, :lockedBy, :token, :slot
    WHERE NOT EXISTS (SELECT 1 FROM taken)
   ON CONFLICT (name) DO NOTHING
   RETURNING lock_until, previous_token
@@ -114,7 +114,7 @@ SELECT CASE WHEN ${pausedNow} THEN 'paused' WHEN last_slot >= :slot THEN 'slot-d
   // CTE's UPDATE alone. Without run rows to write, nothing needs the rest of the CTE, and a plain
   // conditional UPDATE takes the row with the same check. A loser is then asked why by the probe.
   const takeSql = statement<AcquireValues>(`UPDATE ${locks}
-   SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token,
+   SET previous_token = token, lock_until = ${lockUntil}, locked_at = ${NOW_IN_MS}, locked_by = :lockedBy, token = :token,
        last_slot = COALESCE(:slot, last_slot)
  WHERE ${boundWait} AND name = :name AND lock_until <= now() AND ${notPaused}
    AND (:slot::timestamptz IS NULL OR last_slot IS NULL OR last_slot < :slot)
@@ -129,7 +129,7 @@ RETURNING 1 AS taken`);
   const triggerSqlOf = (force: boolean) =>
     statement<TriggerValues>(`WITH won AS (
   UPDATE ${locks}
-     SET previous_token = token, lock_until = ${lockUntil}, locked_at = now(), locked_by = :lockedBy, token = :token, trigger_id = NULL
+     SET previous_token = token, lock_until = ${lockUntil}, locked_at = ${NOW_IN_MS}, locked_by = :lockedBy, token = :token, trigger_id = NULL
    WHERE ${boundWait} AND name = :name AND lock_until <= now() AND trigger_id = :triggerId${force ? '' : ` AND ${notPaused}`}
   RETURNING lock_until, previous_token
 )${history ? startRunOf('NULL::timestamptz') : ''}
@@ -153,7 +153,7 @@ SELECT 'acquired' AS outcome FROM won`);
 )`;
   // Without history the UPDATE stands alone (no CTE to count through): ShedLock's release, token-matched.
   const releaseLock = `UPDATE ${locks}
-     SET lock_until = GREATEST(now(), locked_at + :lockAtLeastForMs::double precision * interval '1 millisecond'), token = NULL
+     SET lock_until = GREATEST(${NOW_IN_MS}, locked_at + :lockAtLeastForMs::double precision * interval '1 millisecond'), token = NULL
    WHERE name = :name AND token = :token
   RETURNING 1 AS released`;
   const releaseSql = statement<ReleaseValues>(

@@ -125,6 +125,17 @@ function poolRunner(pool: pg.Pool): StatementRunner {
   };
 }
 
+/**
+ * The database's time as the lock columns keep it (timestamptz(3), milliseconds), truncated. For
+ * what a statement writes as "from now": PostgreSQL rounds a stored time to the nearest
+ * millisecond, so a release writing now() could leave lock_until up to 0.5 ms in the future, where
+ * the next take (`lock_until <= now()`) and probe (`lock_until > now()`) would still find the lock
+ * held: a fifth of the takes right after a release lost so here, and a guard's own next run was
+ * skipped as 'locked'. Truncated, a stored "now" is never after the real one (MySQL and SQLite keep
+ * milliseconds by truncating too).
+ */
+export const NOW_IN_MS = `date_trunc('milliseconds', now())`;
+
 // The named parameters of the PostgreSQL lock statements (lock-store.ts), one type per statement
 // shape, so that each statement's values can be checked against its text by reading them.
 
