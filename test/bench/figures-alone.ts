@@ -1,13 +1,15 @@
-// `npm run bench -- --only scale|ticks|contention|dashboard`: one figure alone, on databases of its own, its table
+// `npm run bench -- --only scale|ticks|contention|dashboard|reference`: one figure alone, on databases of its own, its table
 // printed (no file written), to look into one figure without the whole bench's ten minutes.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DialectName } from '../../src/index.js';
+import { createGuard, type DialectName } from '../../src/index.js';
 import { findMariadbd, startMariadb, startPostgres } from '../setup/databases.js';
 import { contention, contentionLines, mysqlWithoutProcedure } from './contention.js';
 import { dashboardFigure, dashboardLines } from './dashboard-reads.js';
+import { againstReference, referenceLines } from './figures.js';
 import { fireTimelineOn, type TimelineSize } from './fire-timeline.js';
+import { openDriver } from './drivers.js';
 import { tickLatency, tickLatencyLines, type TickSize } from './tick-latency.js';
 import { tickScale, tickScaleLines, type TickScaleSize } from './tick-scale.js';
 
@@ -72,6 +74,31 @@ async function withDatabases(
   } finally {
     await Promise.all([postgres?.stop(), mariadb?.stop()]);
   }
+}
+
+/** Figure 4 (the win and the loss against ShedLock's algorithm) on the dialects named (all by default). */
+export async function referenceAlone(iterations: number, dialects: readonly string[] | undefined): Promise<void> {
+  await withDatabases(dialects, async (targets) => {
+    const results = [];
+    for (const [dialect, url] of targets) {
+      console.error(`cronguard bench: figure 4 on ${dialect}, ${iterations} iterations per series…`);
+      const driver = openDriver(dialect, url);
+      const quiet = { warn: () => undefined, error: () => undefined };
+      const guard = createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false });
+      const holder = createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_', logger: quiet, telemetry: false });
+      try {
+        await guard.migrate();
+        // The loser's lock, held by another guard on the same tables, as in the whole bench.
+        await holder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, () => undefined);
+        results.push({ dialect, reference: await againstReference(driver, guard, iterations) });
+      } finally {
+        await holder.close();
+        await guard.close();
+        await driver.close();
+      }
+    }
+    console.log(referenceLines(results).join('\n'));
+  });
 }
 
 /** Figure 7 (cronguard beside pg-boss and graphile-worker) on a PostgreSQL of its own. */

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { CompiledQuery } from 'kysely';
 import { createGuard, type Guard } from '../../src/index.js';
 import type { BenchDriver } from './drivers.js';
-import { interleaved, series, type Summary } from './measure.js';
+import { interleaved, ratio, series, us, type Summary } from './measure.js';
 import { importOldRelease } from '../support/old-release.js';
 import { createReferenceLock } from './reference.js';
 
@@ -110,26 +110,7 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const walBytesPerAttempt = driver.dialect === 'postgres' ? await walPerAttempt(driver, guard, loseJob, iterations) : null;
 
   // 4. ShedLock's algorithm through the same driver.
-  const reference = await createReferenceLock(driver);
-  const referenceWin = async () => {
-    if (await reference.acquire('win', 'bench')) await reference.release('win', 'bench');
-  };
-  await reference.acquire('held', 'holder');
-  const referenceWinSeries = await interleaved(iterations, () => guard.run(winJob, noop), referenceWin);
-  const withoutHistory = createGuard({
-    database: driver.guardDatabase,
-    tablePrefix: 'bench_',
-    logger: quiet,
-    telemetry: false,
-    history: false,
-  });
-  const withoutHistoryJob = { name: 'win-without-history', lockAtMostFor: '1m' };
-  const referenceWithoutHistory = await interleaved(iterations, () => withoutHistory.run(withoutHistoryJob, noop), referenceWin);
-  const referenceLose = await interleaved(
-    iterations,
-    () => guard.run(loseJob, noop),
-    () => reference.acquire('held', 'bench'),
-  );
+  const reference = await againstReference(driver, guard, iterations);
 
   // 6. Library overhead: the same SQL text, replayed straight through the driver.
   await capture.run(winJob, noop);
@@ -159,7 +140,6 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
 
   await holder.close();
   await capture.close();
-  await withoutHistory.close();
   await guard.close();
   return {
     floorSelect,
@@ -173,17 +153,70 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
       beforeControls: { guard: beforeControls.a, old: beforeControls.b, ratio: beforeControls.ratio },
       walBytesPerAttempt,
     },
-    reference: {
-      win: { guard: referenceWinSeries.a, reference: referenceWinSeries.b, ratio: referenceWinSeries.ratio },
-      withoutHistoryWin: {
-        guard: referenceWithoutHistory.a,
-        reference: referenceWithoutHistory.b,
-        ratio: referenceWithoutHistory.ratio,
-      },
-      lose: { guard: referenceLose.a, reference: referenceLose.b, ratio: referenceLose.ratio },
-    },
+    reference,
     overhead: { guard: overhead.a, direct: overhead.b, ratio: overhead.ratio },
   };
+}
+
+/**
+ * Figure 4: ShedLock's algorithm (reference.ts) through the same driver, each series interleaved
+ * with it: `guard`'s win (with history), a guard's win with `history: false`, and `guard`'s loss on
+ * the job 'held', which another guard of the caller holds on the same tables.
+ */
+export async function againstReference(driver: BenchDriver, guard: Guard, iterations: number): Promise<DialectFigures['reference']> {
+  const reference = await createReferenceLock(driver);
+  const referenceWin = async () => {
+    if (await reference.acquire('win', 'bench')) await reference.release('win', 'bench');
+  };
+  await reference.acquire('held', 'holder');
+  const win = await interleaved(iterations, () => guard.run({ name: 'win', lockAtMostFor: '1m' }, noop), referenceWin);
+  const withoutHistory = createGuard({
+    database: driver.guardDatabase,
+    tablePrefix: 'bench_',
+    logger: quiet,
+    telemetry: false,
+    history: false,
+  });
+  const withoutHistoryJob = { name: 'win-without-history', lockAtMostFor: '1m' };
+  const bare = await interleaved(iterations, () => withoutHistory.run(withoutHistoryJob, noop), referenceWin);
+  await withoutHistory.close();
+  const lose = await interleaved(
+    iterations,
+    () => guard.run({ name: 'held', lockAtMostFor: '1m' }, noop),
+    () => reference.acquire('held', 'bench'),
+  );
+  return {
+    win: { guard: win.a, reference: win.b, ratio: win.ratio },
+    withoutHistoryWin: { guard: bare.a, reference: bare.b, ratio: bare.ratio },
+    lose: { guard: lose.a, reference: lose.b, ratio: lose.ratio },
+  };
+}
+
+/** Figure 4's table: its heading, what it measures, and a row per dialect. */
+export function referenceLines(results: readonly { dialect: string; reference: DialectFigures['reference'] }[]): string[] {
+  const verdict = (met: boolean): string => (met ? 'met' : '**not met**');
+  return [
+    "## 4. Against the reference algorithm: ShedLock's JDBC provider with database time",
+    '',
+    'Written out in `test/bench/reference.ts` through the same driver: PostgreSQL `INSERT … ON CONFLICT (name) DO UPDATE … WHERE lock_until <= now()`; ' +
+      'MySQL `INSERT IGNORE`, then a conditional `UPDATE`; SQLite insert, then update on a duplicate key; release by name and `locked_by`. ' +
+      "PostgreSQL's as named prepared statements, as pgjdbc sends them after its prepareThreshold. The reference keeps no history: the win is " +
+      'measured twice, as cronguard ships (its win also starts and finishes a run row) and with `history: false` (only the lock row, like the ' +
+      'reference), each interleaved with the reference in a series of its own. Targets: win no slower (≤ 1.0×); PostgreSQL loser at least 3× faster (ratio ≤ 0.33). ' +
+      '`npm run bench -- --only reference` measures this figure alone.',
+    '',
+    '| dialect | win with history: guard / reference p50 | ratio | target | win with `history: false`: guard / reference p50 | ratio | target | lose: guard / reference p50 | lose ratio | target |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...results.map(({ dialect, reference: { win, withoutHistoryWin: bare, lose } }) => {
+      const loseTarget = dialect === 'postgres' ? verdict(lose.ratio <= 1 / 3) : 'none';
+      return (
+        `| ${dialect} | ${us(win.guard.p50)} / ${us(win.reference.p50)} | ${ratio(win.ratio)} | ${verdict(win.ratio <= 1)} | ` +
+        `${us(bare.guard.p50)} / ${us(bare.reference.p50)} | ${ratio(bare.ratio)} | ${verdict(bare.ratio <= 1)} | ` +
+        `${us(lose.guard.p50)} / ${us(lose.reference.p50)} | ${ratio(lose.ratio)} | ${loseTarget} |`
+      );
+    }),
+    '',
+  ];
 }
 
 /** WAL bytes PostgreSQL inserts per losing attempt (the insert position, not the write position). */

@@ -2,7 +2,7 @@
 // every figure on each dialect, and writes BENCHMARKS.md. `-- --quick` for a shorter run (under a
 // minute), `-- --smoke` for CI (tiny counts, written to a temporary file unless --out is given),
 // `-- --long` for the full run with figure 5 at the issue's size (100 names × 1,000 slots: about
-// 25 minutes here). `-- --only scale` runs figure 11 alone and prints its table (no file written), `-- --only ticks` figure 7,
+// 25 minutes here). `-- --only scale` runs figure 11 alone and prints its table (no file written), `-- --only ticks` figure 7, `-- --only reference` figure 4,
 // `-- --only timeline` the fire timeline (`--timeline-cron minute|second`, `--timeline-slots N`, `--timeline-peers`: figure 7's peers beside), `-- --only contention` figure 5, `-- --only dashboard` figure 12 (the issue's size: 1,000,000 runs; `--quick` 100,000); `--scale-jobs 1,10` and `--dialects postgres` narrow them, `--scale-slots 20`
 // measures more slots per point (a p99 steadier than the default's).
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -15,10 +15,10 @@ import { findMariadbd, startMariadb, startPostgres, type RunningDatabase } from 
 import { openDriver } from './drivers.js';
 import { capacityLines } from './capacity.js';
 import { dashboardFigure, dashboardLines, type DashboardFigure } from './dashboard-reads.js';
-import { contentionAlone, dashboardAlone, fireTimelineAlone, tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
+import { contentionAlone, dashboardAlone, fireTimelineAlone, referenceAlone, tickLatencyAlone, tickScaleAlone } from './figures-alone.js';
 import { historyPage, historyPageLines, type HistoryPageFigure } from './history-page.js';
 import { contention, contentionLines, mysqlWithoutProcedure, type ContentionFigure } from './contention.js';
-import { measureDialect, memoryGrowth, type DialectFigures, type MemoryFigure } from './figures.js';
+import { measureDialect, memoryGrowth, referenceLines, type DialectFigures, type MemoryFigure } from './figures.js';
 import { missesLines } from './misses.js';
 import { ratio, us, type Summary } from './measure.js';
 import { timelineTableLines } from './fire-timeline.js';
@@ -40,8 +40,10 @@ const { values } = parseArgs({
     'timeline-peers': { type: 'boolean' },
   },
 });
-if (values.only !== undefined && !['scale', 'ticks', 'contention', 'dashboard', 'timeline'].includes(values.only))
-  throw new Error(`--only: the figures that run alone are 'scale', 'ticks', 'contention', 'dashboard' and 'timeline', got ${values.only}`);
+if (values.only !== undefined && !['scale', 'ticks', 'contention', 'dashboard', 'timeline', 'reference'].includes(values.only))
+  throw new Error(
+    `--only: the figures that run alone are 'scale', 'ticks', 'contention', 'dashboard', 'timeline' and 'reference', got ${values.only}`,
+  );
 const mode = values.smoke === true ? 'smoke' : values.quick === true ? 'quick' : 'full';
 const long = mode === 'full' && values.long === true;
 const iterations = { full: 2_000, quick: 100, smoke: 20 }[mode];
@@ -100,6 +102,10 @@ const dashboardSize = {
 }[mode];
 if (values.only === 'dashboard') {
   await dashboardAlone(dashboardSize, values.dialects?.split(','));
+  process.exit(0);
+}
+if (values.only === 'reference') {
+  await referenceAlone(iterations, values.dialects?.split(','));
   process.exit(0);
 }
 if (values.only === 'ticks') {
@@ -259,26 +265,7 @@ function report(): string {
       );
     }),
     '',
-    "## 4. Against the reference algorithm: ShedLock's JDBC provider with database time",
-    '',
-    'Written out in `test/bench/reference.ts` through the same driver: PostgreSQL `INSERT … ON CONFLICT (name) DO UPDATE … WHERE lock_until <= now()`; ' +
-      'MySQL `INSERT IGNORE`, then a conditional `UPDATE`; SQLite insert, then update on a duplicate key; release by name and `locked_by`. ' +
-      "PostgreSQL's as named prepared statements, as pgjdbc sends them after its prepareThreshold. The reference keeps no history: the win is " +
-      'measured twice, as cronguard ships (its win also starts and finishes a run row) and with `history: false` (only the lock row, like the ' +
-      'reference), each interleaved with the reference in a series of its own. Targets: win no slower (≤ 1.0×); PostgreSQL loser at least 3× faster (ratio ≤ 0.33).',
-    '',
-    '| dialect | win with history: guard / reference p50 | ratio | target | win with `history: false`: guard / reference p50 | ratio | target | lose: guard / reference p50 | lose ratio | target |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...results.map((r) => {
-      const { win, withoutHistoryWin: bare, lose } = r.figures.reference;
-      const loseTarget = r.dialect === 'postgres' ? verdict(lose.ratio <= 1 / 3) : 'none';
-      return (
-        `| ${r.dialect} | ${us(win.guard.p50)} / ${us(win.reference.p50)} | ${ratio(win.ratio)} | ${verdict(win.ratio <= 1)} | ` +
-        `${us(bare.guard.p50)} / ${us(bare.reference.p50)} | ${ratio(bare.ratio)} | ${verdict(bare.ratio <= 1)} | ` +
-        `${us(lose.guard.p50)} / ${us(lose.reference.p50)} | ${ratio(lose.ratio)} | ${loseTarget} |`
-      );
-    }),
-    '',
+    ...referenceLines(results.map(({ dialect, figures }) => ({ dialect, reference: figures.reference }))),
     ...contentionLines([...results, ...withoutProcedure], contentionSize),
     '## 6. Library overhead: `guard.run` against the same SQL text sent straight through the driver',
     '',
