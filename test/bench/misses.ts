@@ -31,12 +31,15 @@ const WHY: Record<string, string> = {
     'With history, a win also inserts and finishes a run row (three B-trees on SQLite and MySQL), which ShedLock does not keep: the gap ' +
     'between the two win columns of figure 4 is that cost. `history: false` is the like-for-like comparison.',
   referenceBareWin:
-    "Both write one lock row at the take and again at the release. On PostgreSQL the guard's row is wider (its UUID token, the previous " +
-    "holder's token, the slot watermark) and its release counts the rows it freed; measured apart while investigating, the guard's two " +
-    "statements sent directly were 1.05× the reference's, and the guard 1.06× its own statements (the promise chain and bookkeeping " +
-    'around them). On SQLite the guard adds its own work per win (about 9 µs: see figure 6) and runs each step as an explicit BEGIN ' +
-    'IMMEDIATE … COMMIT. Would close it: a narrower lock row for guards without history, a plain release statement, and single-statement ' +
-    'autocommit on SQLite.',
+    "Both write one lock row at the take and again at the release. On PostgreSQL the guard's take bounds its own lock wait " +
+    "(set_config of lock_timeout, in the statement) and its row is wider (its UUID token, the previous holder's token, the " +
+    "slot watermark): measured apart on 2026-12-07, the guard's two statements sent directly were 1.07-1.10× the reference's, " +
+    'and the guard 1.16-1.20× its own statements (a pool checkout per take, for the cancel at shutdown; the promise chain and ' +
+    "bookkeeping). Closed since 2026-12-02: SQLite's take and release without history are each one statement in autocommit " +
+    '(was BEGIN IMMEDIATE … COMMIT around it); a lock PostgreSQL released rounded up to 0.5 ms into the future, so a fifth of ' +
+    "back-to-back takes lost and took the probe and the full acquire; a run's end made an error (its stack captured, about 10 " +
+    'µs) that only a job reading its signal needs. Would close it on PostgreSQL: fewer promises and no pool checkout on the ' +
+    'take, and a narrower lock row for guards without history.',
   referenceLose:
     "ShedLock's upsert loser takes a row lock and writes a WAL record, which costs little on this VM's disk (a WAL flush here is cheap); on a " +
     "disk where a flush costs milliseconds the ratio widens in cronguard's favour; cronguard's loser is already one read.",
