@@ -23,8 +23,9 @@ import { batchReleaser } from './batch-release.js';
  * The SQLite lock statements, built once per guard. An acquire and a release are each one short
  * transaction on the guard's single connection. BEGIN IMMEDIATE takes the write lock first:
  * a deferred transaction that reads and then writes fails with SQLITE_BUSY_SNAPSHOT, without
- * waiting, when another process wrote in between. Without history, the run-row statements are
- * left out of each transaction.
+ * waiting, when another process wrote in between. Without history a take and a release are each
+ * one statement, run in autocommit: a single write statement takes the write lock when it starts,
+ * as BEGIN IMMEDIATE does, and is its own transaction.
  */
 export function createSqliteLockStore(
   db: Kysely<unknown>,
