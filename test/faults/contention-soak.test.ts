@@ -99,6 +99,12 @@ describe.each(dialectTargets())('contention soak on $name', (target) => {
           const due = startAt + slot * PERIOD_MS;
           const why = refusals.filter((skip) => skip.job === job && skip.slot === slot);
           console.error(`missed job ${job} slot ${slot}: ${why.map((skip) => `${skip.reason} at +${skip.at - due} ms`).join(', ')}`);
+          // And the job's runs around it: when each asked, ran and was released, in ms from this slot.
+          const around = runs.filter((run) => run.job === job && Math.abs(run.slot - slot) <= 3).sort((a, b) => a.slot - b.slot);
+          for (const run of around)
+            console.error(
+              `  slot ${run.slot}: asked +${run.asked - due}, ran +${run.start - due} to +${run.end - due}, released +${run.released - due} ms`,
+            );
         }
         const raw = await openRaw(target.name, url);
         const [history] = await raw.query<{ n: number | string }>(
