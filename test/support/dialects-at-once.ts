@@ -1,4 +1,4 @@
-import { describe, it, type ExpectStatic } from 'vitest';
+import { aroundEach, describe, it, type ExpectStatic } from 'vitest';
 import { withOwnCleanup } from './case-cleanup.js';
 import { dialectTargets, type DialectTarget } from './dialects.js';
 
@@ -56,5 +56,23 @@ export function eachDialectAtOnce(scenario: string, run: (dialectCase: DialectCa
         }
       });
     });
+  });
+}
+
+/**
+ * `describe.each(dialectTargets())` with the dialects side by side: each dialect's tests run one
+ * after another as written (each on its own tables), and the three dialects at the same time, so
+ * that a file whose tests mostly wait (on a slot, on lockAtLeastFor) waits once, not three times.
+ * `name` may use `$name`. A dialect without a server is skipped. What a test opens with `guardOn`,
+ * `migratedGuard` or `serve` is closed when that test ends, not when a test of another dialect does
+ * (`withOwnCleanup`). Tests here take `expect` from their context (`async ({ expect }) => …`):
+ * the global one follows whichever test vitest started last, and `expect.poll` refuses it between two.
+ */
+export function eachDialectSideBySide(name: string, body: (target: DialectTarget) => void): void {
+  describe.each(dialectTargets())(name, { concurrent: true }, (target) => {
+    aroundEach((runTest) => withOwnCleanup(runTest));
+    // Sequential inside: without it the tests inherit `concurrent` and all start at once. `skip`
+    // only when set: a `skip: false` the tests inherit would undo their own `it.skipIf`.
+    describe.sequential('', target.serverUrl === null ? { skip: true } : {}, () => body(target));
   });
 }
