@@ -88,6 +88,9 @@ describe('concurrency', () => {
   // given in different orders, such statements lock the same rows in different orders and
   // deadlock (PostgreSQL did, before they were sorted by name). Each process here gives them in
   // its own order, round after round from the same instant, without waiting for the last round.
+  // What it shows is that every declaration lands, with no warning: a statement the server rolls
+  // back as a deadlock is sent again (job-schedules.ts), so with the sort taken out it passed too,
+  // with 30 rounds as with 10 (tried 2026-12-07). Ten rounds: the same claim, a third of the work.
   eachDialectAtOnce(
     'lets 3 processes declare the same 300 schedules at the same instant, each in its own order',
     async ({ target, expect, together }) => {
@@ -95,7 +98,7 @@ describe('concurrency', () => {
       const { guard, prefix } = guardOn(url, uniquePrefix());
       await guard.migrate();
       const jobs = 300;
-      const rounds = 30;
+      const rounds = 10;
       const workers = Array.from({ length: 3 }, (_, index) =>
         startWorker<DeclareMessage>('declare-worker.ts', [url, prefix, String(jobs), String(rounds), String(index)]),
       );
