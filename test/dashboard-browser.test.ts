@@ -1,9 +1,7 @@
 // The web dashboard in a real headless browser (Debian's chromium via playwright-core), on every
 // dialect with real history: what the pages show, that a hostile job name stays text, and that
 // a state-changing request needs the controls on, `authorize` and the CSRF token.
-import { mkdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe } from 'vitest';
 import {
@@ -11,6 +9,7 @@ import {
   everySecondJob,
   HOSTILE_NAME,
   launchChromium,
+  screenshot,
   openPage as openBrowserPage,
   seedHistory,
   serve,
@@ -19,12 +18,9 @@ import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { migratedGuard } from './support/guards.js';
 import { REFRESH_SECONDS } from '../src/integrations/dashboard/html.js';
 
-const screenshots = fileURLToPath(new URL('../.tmp/screenshots/', import.meta.url));
-
 describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
-    mkdirSync(screenshots, { recursive: true });
     browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
@@ -52,7 +48,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
       expect(await strip.count()).toBe(12);
       expect(await strip.filter({ hasText: '✗' }).count()).toBe(1);
       expect(await page.locator('img').count()).toBe(0);
-      await page.screenshot({ path: `${screenshots}dashboard-${target.name}-overview.png`, fullPage: true });
+      await screenshot(page, `dashboard-${target.name}-overview`);
 
       await page.getByRole('link', { name: 'slow-sync' }).click();
       await page.waitForURL(/\/job\?name=slow-sync/);
@@ -68,7 +64,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
       await page.goBack();
       // Read-only: not one form, button or field.
       expect(await page.locator('form, button, input').count()).toBe(0);
-      await page.screenshot({ path: `${screenshots}dashboard-${target.name}-job.png`, fullPage: true });
+      await screenshot(page, `dashboard-${target.name}-job`);
 
       // The hostile job's page and run page: its name and its error stay text.
       await page.goto(`${url}/job?name=${encodeURIComponent(HOSTILE_NAME)}`);
@@ -121,7 +117,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
       expect(await card.locator('.strip span.slot-succeeded, .strip span.slot-late').count()).toBe(2);
       expect(await card.locator('.slot-alarm', { hasText: /⚠ \d+ missed/ }).count()).toBe(1);
       expect(await card.getByText('* * * * * *').count()).toBe(1);
-      await page.screenshot({ path: `${screenshots}dashboard-${target.name}-ledger-overview.png`, fullPage: true });
+      await screenshot(page, `dashboard-${target.name}-ledger-overview`);
 
       await card.getByRole('link', { name: 'ticker' }).click();
       await page.waitForURL(/\/job\?name=ticker/);
@@ -143,7 +139,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
           .filter({ hasText: '(2 slots in a row)' })
           .count(),
       ).toBe(1);
-      await page.screenshot({ path: `${screenshots}dashboard-${target.name}-ledger-job.png`, fullPage: true });
+      await screenshot(page, `dashboard-${target.name}-ledger-job`);
 
       // The run after the gap: its slot, its outcome in the ledger, and the two slots missed before it.
       const [afterGap] = (await guard.history({ job: 'ticker' })).runs;

@@ -2,12 +2,10 @@
 // from the job page stops the next slot on two replicas in their own OS processes, resuming
 // restarts them, the audit lists both, and the read-only page shows the pause with no control;
 // with an `actor` option the audit names the operator of each change instead of 'dashboard'.
-import { mkdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { browserTestsRun, launchChromium, openPage as openBrowserPage, serve } from './support/dashboard.js';
+import { browserTestsRun, launchChromium, openPage as openBrowserPage, screenshot, serve } from './support/dashboard.js';
 import { eachDialectAtOnce } from './support/dialects-at-once.js';
 import { migratedGuard } from './support/guards.js';
 import { startWorker, type Worker } from './support/processes.js';
@@ -15,8 +13,6 @@ import { startWorker, type Worker } from './support/processes.js';
 type Message =
   { type: 'ready' | 'exiting' | 'paused'; pid: number } | { type: 'ran'; pid: number; slot: string | null; start: number; end: number };
 type Ran = Extract<Message, { type: 'ran' }>;
-
-const screenshots = fileURLToPath(new URL('../.tmp/screenshots/', import.meta.url));
 
 function runsOf(replicas: Worker<Message>[]): Ran[] {
   return replicas
@@ -27,7 +23,6 @@ function runsOf(replicas: Worker<Message>[]): Ran[] {
 describe.skipIf(!browserTestsRun())('dashboard controls in chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
-    mkdirSync(screenshots, { recursive: true });
     browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
@@ -74,7 +69,7 @@ describe.skipIf(!browserTestsRun())('dashboard controls in chromium', () => {
         const audit = auditRows('pause');
         expect(await audit.count()).toBe(1);
         expect(await audit.locator('td').nth(2).textContent()).toBe('dashboard');
-        await page.screenshot({ path: `${screenshots}dashboard-${target.name}-controls-job.png`, fullPage: true });
+        await screenshot(page, `dashboard-${target.name}-controls-job`);
 
         // The read-only page shows the pause on the overview and the job page, and no control.
         const readOnly = await serve(guard.dashboard());

@@ -1,6 +1,7 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { expect as globalExpect, type ExpectStatic } from 'vitest';
@@ -20,6 +21,19 @@ export function browserTestsRun(): boolean {
     `\n*** cronguard: dashboard browser tests are SKIPPED: no ${CHROMIUM}. Install it with: apt-get install -y chromium ***\n\n`,
   );
   return false;
+}
+
+const SCREENSHOTS = fileURLToPath(new URL('../../.tmp/screenshots/', import.meta.url));
+
+/**
+ * A full-page picture of `page` as `.tmp/screenshots/<name>.png`, only when `CRONGUARD_SCREENSHOTS`
+ * is set (the docs' dashboard images are taken so): each costs the browser about as much CPU as
+ * opening a page, and a run asserts nothing of them.
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  if ((process.env['CRONGUARD_SCREENSHOTS'] ?? '') === '') return;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }
 
 /** Debian's chromium, headless; `--no-sandbox` as the tests run as root. */
