@@ -152,19 +152,34 @@ describe('the slot ledger', () => {
       await guard.run({ name: 'warm', lockAtMostFor: '1m' }, () => 1);
       await joiner.run({ name: 'warm', lockAtMostFor: '1m' }, () => 1);
       // Just after a fire of a every-10-seconds job: the previous slot ran, the current one (P) is being taken.
+      // The joiner may take P only once its lateAfter (1 s) has passed: a loaded machine that made the
+      // steps below that slow makes P missed indeed, and its catch-up right. Such a try is not
+      // conclusive (its catch-up must have started after lateAfter), and the next slot is tried.
       const slotMs = 10_000;
-      await sleep(slotMs - (Date.now() % slotMs) + 100);
-      const current = Math.floor(Date.now() / slotMs) * slotMs;
-      await guard.run({ name: 'joined', lockAtMostFor: '1m', slot: new Date(current - slotMs) }, () => 1);
-      const catchUps: unknown[] = [];
-      const task = joiner.schedule('*/10 * * * * *', { name: 'joined', lockAtMostFor: '1m', catchUp: '1h' }, (ctx) => {
-        if (ctx.catchUp) catchUps.push(ctx.slot);
-      });
-      await sleep(1_500);
-      await task.destroy();
-      expect(catchUps).toEqual([]);
-      const { runs } = await guard.history({ job: 'joined' });
-      expect(runs.map((run) => run.slot?.getTime())).toEqual([current - slotMs]);
+      const lateAfter = 1_000;
+      const tries: { current: number; catchUps: { slot: number; startedAt: number }[] }[] = [];
+      for (let attempt = 0; attempt < 3 && !tries.some((done) => done.catchUps.length === 0); attempt += 1) {
+        await sleep(slotMs - (Date.now() % slotMs) + 100);
+        const current = Math.floor(Date.now() / slotMs) * slotMs;
+        const name = `joined-${attempt}`;
+        await guard.run({ name, lockAtMostFor: '1m', slot: new Date(current - slotMs) }, () => 1);
+        const catchUps: { slot: number; startedAt: number }[] = [];
+        const task = joiner.schedule('*/10 * * * * *', { name, lockAtMostFor: '1m', catchUp: '1h' }, (ctx) => {
+          if (ctx.catchUp) catchUps.push({ slot: ctx.slot?.getTime() ?? 0, startedAt: Date.now() });
+        });
+        await sleep(1_500);
+        await task.destroy();
+        tries.push({ current, catchUps });
+        // Taken as a catch-up within its lateAfter: while the running replicas were still taking it.
+        expect(catchUps.filter((catchUp) => catchUp.startedAt <= current + lateAfter)).toEqual([]);
+        if (catchUps.length > 0) continue;
+        const { runs } = await guard.history({ job: name });
+        expect(runs.map((run) => run.slot?.getTime())).toEqual([current - slotMs]);
+      }
+      expect(
+        tries.filter((done) => done.catchUps.length === 0),
+        JSON.stringify(tries),
+      ).toHaveLength(1);
     },
   );
 
