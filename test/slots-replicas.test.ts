@@ -158,7 +158,10 @@ describe('the slot ledger across replicas', () => {
       const workers = replicas(url, prefix, 3, '2500ms', '-');
       await Promise.all(workers.map((worker) => worker.next('ready')));
       await dialectCase.together();
-      const t0 = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
+      // The replicas schedule (and declare) the job when the message comes: T0 well after that, as
+      // the ledger expects no slot before the job was declared (with T0 1.5 s ahead, a loaded machine
+      // once listed 6 slots of 7).
+      const t0 = Math.ceil((Date.now() + 3_000) / 1_000) * 1_000;
       for (const worker of workers) worker.send({ startAt: 0, stopAt: t0 + 7_500 });
       await Promise.all(workers.map((worker) => worker.exited));
       expect(messages(workers, 'missed')).toEqual([]);
