@@ -1,6 +1,6 @@
 // PostgreSQL whose default_transaction_isolation is not READ COMMITTED (set on the database, as an
 // operator may): the lock statements must behave as under the default. Racing OS processes.
-import { describe, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { guardOn } from './support/guards.js';
 import { uniquePrefix } from './support/dialects.js';
 import { startWorker } from './support/processes.js';
@@ -25,13 +25,10 @@ function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
-// The two levels side by side, each on a database of its own: most of a race is waiting for its rounds.
-describe.skipIf(serverUrl === null).concurrent.each(['repeatable read', 'serializable'])(
+describe.skipIf(serverUrl === null).each(['repeatable read', 'serializable'])(
   'PostgreSQL with default_transaction_isolation = %s',
   (level) => {
-    it(`gives exactly one execution per slot to ${PROCESSES} racing processes, with no error skips and no errors logged`, async ({
-      expect,
-    }) => {
+    it(`gives exactly one execution per slot to ${PROCESSES} racing processes, with no error skips and no errors logged`, async () => {
       const admin = await openRaw('postgres', serverUrl ?? '');
       const database = `cg_${level.replace(' ', '_')}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
       await admin.exec(`CREATE DATABASE ${database}`);

@@ -1,10 +1,9 @@
 // The migration lease (src/admin/migration-lease.ts): one migrate() at a time, by a row any server
 // session (and any Galera node) sees; a dead holder's lease lapses. Concurrent migrate() calls in
 // separate processes: concurrency.test.ts and test/topologies/pgbouncer.test.ts.
-import { it } from 'vitest';
+import { describe, it } from 'vitest';
 import type { DialectName } from '../src/index.js';
-import { databaseUrl, uniquePrefix } from './support/dialects.js';
-import { eachDialectSideBySide } from './support/dialects-at-once.js';
+import { databaseUrl, dialectTargets, uniquePrefix } from './support/dialects.js';
 import { guardOn } from './support/guards.js';
 import { openRaw } from './support/raw-database.js';
 
@@ -15,7 +14,7 @@ function fromNow(dialect: DialectName, seconds: number): string {
   return `strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '${seconds} seconds')`;
 }
 
-eachDialectSideBySide('migration lease on $name', (target) => {
+describe.each(dialectTargets())('migration lease on $name', (target) => {
   it('makes migrate() wait while another holds the lease, and given back it runs and gives it back', async ({ expect }) => {
     const url = databaseUrl(target);
     const { guard, prefix } = guardOn(url, uniquePrefix());

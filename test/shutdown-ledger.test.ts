@@ -71,7 +71,9 @@ describe('the slot ledger after a clean stop', () => {
       // The runs before the stop are listed (some may be late on a loaded machine).
       expect((stopped?.counts.succeeded ?? 0) + (stopped?.counts.late ?? 0)).toBeGreaterThanOrEqual(2);
       const listed = await cronguard(['slots', '--since', '1m', ...common]);
-      expect(listed.code, listed.stdout + listed.stderr).toBe(0);
+      // Exit 0, or 1 for a missed slot the ledger above explained (a stalled machine's, or the second
+      // just before the stop): the CLI says missed for every missed slot.
+      expect(listed.code, listed.stdout + listed.stderr).toBe((stopped?.counts.missed ?? 0) > 0 ? 1 : 0);
       expect(listed.stdout).toMatch(/tick: stopped at .* \(its last replica shut down cleanly\)/);
       // --until before the stop: the range the API's `until` gives, with the ISO form.
       const until = new Date((stopped?.stoppedAt?.getTime() ?? stoppedBy) - 1_000).toISOString();

@@ -143,14 +143,21 @@ describe.each(dialectTargets().filter((target) => target.name === 'sqlite'))('sp
     const { guard } = await migratedGuard(target);
     const runs: number[] = [];
     guard.schedule(EXPRESSION, { name: JOB, lockAtMostFor: '10s', spread: SPREAD }, () => void runs.push(Date.now()));
-    // Just after a slot: its fire is waiting for the offset (1,264 ms).
-    const slot = Math.ceil((Date.now() + 100) / 2_000) * 2_000;
-    await sleep(slot + 150 - Date.now());
-    const before = Date.now();
+    // Just after a slot: its fire is waiting for the offset (1,264 ms). A loaded machine may wake
+    // the test too late for that (the run started): then the next slot.
+    let slot = 0;
+    let before = 0;
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      slot = Math.ceil((Date.now() + 100) / 2_000) * 2_000;
+      await sleep(slot + 150 - Date.now());
+      before = Date.now();
+      if (before < slot + OFFSET_MS - 400 && !runs.some((at) => at >= slot)) break;
+    }
+    expect(before - slot, 'a try that began within the offset').toBeLessThan(OFFSET_MS - 400);
     await shutdown(guard);
     expect(Date.now() - before).toBeLessThan(OFFSET_MS - 150);
     await sleep(Math.max(slot + OFFSET_MS + 300 - Date.now(), 0));
-    expect(runs).toEqual([]);
+    expect(runs.filter((at) => at >= slot)).toEqual([]);
   });
 });
 
