@@ -166,12 +166,7 @@ describe.skipIf(!browserTestsRun())('dashboard in chromium', () => {
       const url = await serve(guard.dashboard());
       // The page's own clock, stopped and moved by the test: the refresh timer fires when the test
       // says, not after ten seconds of waiting (the requests themselves are real).
-      const context = await browser.newContext();
-      const page = await context.newPage();
-      const dialogs: string[] = [];
-      page.on('dialog', (dialog) => void dialogs.push(dialog.message()));
-      await page.clock.install();
-      await page.goto(`${url}/`);
+      const { page, dialogs } = await openBrowserPage(browser, `${url}/`, {}, (opened) => opened.clock.install());
       // Stopped 1 s ahead of the page's now: its timer was set at load, a moment (< 2 s) before.
       await page.clock.pauseAt((await page.evaluate(() => Date.now())) + 1_000);
       const requests: string[] = [];

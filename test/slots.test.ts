@@ -158,7 +158,7 @@ describe('the slot ledger', () => {
       const slotMs = 10_000;
       const lateAfter = 1_000;
       const tries: { current: number; catchUps: { slot: number; startedAt: number }[] }[] = [];
-      for (let attempt = 0; attempt < 3 && !tries.some((done) => done.catchUps.length === 0); attempt += 1) {
+      for (let attempt = 0; attempt < 3; attempt += 1) {
         await sleep(slotMs - (Date.now() % slotMs) + 100);
         const current = Math.floor(Date.now() / slotMs) * slotMs;
         const name = `joined-${attempt}`;
@@ -175,6 +175,7 @@ describe('the slot ledger', () => {
         if (catchUps.length > 0) continue;
         const { runs } = await guard.history({ job: name });
         expect(runs.map((run) => run.slot?.getTime())).toEqual([current - slotMs]);
+        break;
       }
       expect(
         tries.filter((done) => done.catchUps.length === 0),

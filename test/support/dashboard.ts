@@ -41,11 +41,15 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 }
 
-/** A page at `url` that records every dialog (an alert would be a script injected through a name; there should be none). */
+/**
+ * A page at `url` that records every dialog (an alert would be a script injected through a name; there
+ * should be none). `beforeLoad` runs on the page before it loads (`page.clock.install()`).
+ */
 export async function openPage(
   browser: Browser,
   url: string,
   headers: Record<string, string> = {},
+  beforeLoad?: (page: Page) => Promise<void>,
 ): Promise<{ page: Page; dialogs: string[] }> {
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, extraHTTPHeaders: headers });
   const page = await context.newPage();
@@ -54,6 +58,7 @@ export async function openPage(
     dialogs.push(dialog.message());
     void dialog.dismiss();
   });
+  await beforeLoad?.(page);
   await page.goto(url);
   return { page, dialogs };
 }
