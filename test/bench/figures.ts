@@ -17,6 +17,26 @@ export interface Figure {
 const quiet = { warn: () => undefined, error: () => undefined };
 const noop = (): undefined => undefined;
 
+/**
+ * A series of one guard's runs of `job` that must all end as `expected` (executed, or skipped as
+ * locked): a series that measured the other outcome would time another path and still print a
+ * ratio. Figure 6 on MySQL did, until 2026-12-07: its replay kept the lock, so its guard lost.
+ */
+function runsThatAre(
+  expected: 'won' | 'lost',
+  guard: Guard,
+  job: { readonly name: string; readonly lockAtMostFor: string },
+): () => Promise<void> {
+  return async () => {
+    const result = await guard.run(job, noop);
+    const outcome = result.executed ? 'won' : result.reason === 'locked' ? 'lost' : `skipped (${result.reason})`;
+    if (outcome !== expected)
+      throw new Error(
+        `cronguard bench: a run of "${job.name}" meant to have ${expected} ${outcome === 'won' || outcome === 'lost' ? outcome : `was ${outcome}`}`,
+      );
+  };
+}
+
 export interface DialectFigures {
   floorSelect: Summary;
   floorUpdate: Summary;
@@ -75,7 +95,7 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   const updates = async () => {
     for (let i = 0; i < statements; i += 1) await update1();
   };
-  const win = await interleaved(iterations, () => guard.run(winJob, noop), updates);
+  const win = await interleaved(iterations, runsThatAre('won', guard, winJob), updates);
 
   // 3. The loser path: a holder keeps the lock; the contender loses every time.
   const holder = createGuard({
@@ -86,11 +106,9 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   });
   await holder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, noop);
   const loseJob = { name: 'held', lockAtMostFor: '1m' };
-  const lose = await interleaved(iterations, () => guard.run(loseJob, noop), select1);
-  const rowRead = await interleaved(
-    iterations,
-    () => guard.run(loseJob, noop),
-    () => driver.rawPrepared(`SELECT lock_until, last_slot FROM bench_locks WHERE name = ${placeholder(1)}`, ['held']),
+  const lose = await interleaved(iterations, runsThatAre('lost', guard, loseJob), select1);
+  const rowRead = await interleaved(iterations, runsThatAre('lost', guard, loseJob), () =>
+    driver.rawPrepared(`SELECT lock_until, last_slot FROM bench_locks WHERE name = ${placeholder(1)}`, ['held']),
   );
   // The loser of cronguard 0.1.0 (the committed tarball of the upgrade tests) on tables of its own:
   // the operator controls read the pause in the probe's one statement, so an unpaused loser should
@@ -100,11 +118,7 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   await oldGuard.migrate();
   const oldHolder = oldRelease.createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_old_', logger: quiet });
   await oldHolder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, noop);
-  const beforeControls = await interleaved(
-    iterations,
-    () => guard.run(loseJob, noop),
-    () => oldGuard.run(loseJob, noop),
-  );
+  const beforeControls = await interleaved(iterations, runsThatAre('lost', guard, loseJob), () => oldGuard.run(loseJob, noop));
   await oldGuard.close();
   await oldHolder.close();
   const walBytesPerAttempt = driver.dialect === 'postgres' ? await walPerAttempt(driver, guard, loseJob, iterations) : null;
@@ -117,26 +131,32 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   driver.takeLog();
   await capture.run(winJob, noop);
   const replay = winStatements();
-  // The win's token, to be replaced by a fresh one at each replay (a run id is unique). Through a
-  // Kysely on MySQL the guard sends strings as bytes (a Buffer), so a token may be either.
-  const tokenText = (value: unknown): string | undefined => {
-    const text = typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : undefined;
-    return text !== undefined && /^[0-9a-f]{8}-[0-9a-f-]{27}$/.test(text) ? text : undefined;
-  };
+  // The win's token, to be replaced by a fresh one at each replay (a run id is unique), wherever
+  // it is: a parameter of its own, or inside one (MySQL's take procedure gets its jobs as one JSON
+  // text). Through a Kysely on MySQL the guard sends strings as bytes (a Buffer), so a parameter
+  // may be either. A replay that kept the captured token would take the lock and never release it.
+  const textOf = (value: unknown): string | undefined =>
+    typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('utf8') : undefined;
   const token = replay
     .flatMap((query) => query.parameters)
-    .map(tokenText)
+    .map((value) => textOf(value)?.match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/)?.[0])
     .find((text) => text !== undefined);
   if (token === undefined) throw new Error(`${driver.dialect}: no token among the captured win's parameters`);
+  const withToken = (value: unknown, fresh: string): unknown => {
+    const text = textOf(value);
+    if (text === undefined || !text.includes(token)) return value;
+    const replaced = text.replaceAll(token, fresh);
+    return Buffer.isBuffer(value) ? Buffer.from(replaced) : replaced;
+  };
   const direct = async () => {
     const fresh = randomUUID();
     for (const query of replay)
       await driver.rawPrepared(
         query.sql,
-        query.parameters.map((value) => (tokenText(value) !== token ? value : Buffer.isBuffer(value) ? Buffer.from(fresh) : fresh)),
+        query.parameters.map((value) => withToken(value, fresh)),
       );
   };
-  const overhead = await interleaved(iterations, () => guard.run(winJob, noop), direct);
+  const overhead = await interleaved(iterations, runsThatAre('won', guard, winJob), direct);
 
   await holder.close();
   await capture.close();
@@ -169,7 +189,7 @@ export async function againstReference(driver: BenchDriver, guard: Guard, iterat
     if (await reference.acquire('win', 'bench')) await reference.release('win', 'bench');
   };
   await reference.acquire('held', 'holder');
-  const win = await interleaved(iterations, () => guard.run({ name: 'win', lockAtMostFor: '1m' }, noop), referenceWin);
+  const win = await interleaved(iterations, runsThatAre('won', guard, { name: 'win', lockAtMostFor: '1m' }), referenceWin);
   const withoutHistory = createGuard({
     database: driver.guardDatabase,
     tablePrefix: 'bench_',
@@ -178,12 +198,10 @@ export async function againstReference(driver: BenchDriver, guard: Guard, iterat
     history: false,
   });
   const withoutHistoryJob = { name: 'win-without-history', lockAtMostFor: '1m' };
-  const bare = await interleaved(iterations, () => withoutHistory.run(withoutHistoryJob, noop), referenceWin);
+  const bare = await interleaved(iterations, runsThatAre('won', withoutHistory, withoutHistoryJob), referenceWin);
   await withoutHistory.close();
-  const lose = await interleaved(
-    iterations,
-    () => guard.run({ name: 'held', lockAtMostFor: '1m' }, noop),
-    () => reference.acquire('held', 'bench'),
+  const lose = await interleaved(iterations, runsThatAre('lost', guard, { name: 'held', lockAtMostFor: '1m' }), () =>
+    reference.acquire('held', 'bench'),
   );
   return {
     win: { guard: win.a, reference: win.b, ratio: win.ratio },
