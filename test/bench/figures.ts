@@ -182,10 +182,12 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
  */
 export async function againstReference(driver: BenchDriver, guard: Guard, iterations: number): Promise<DialectFigures['reference']> {
   const reference = await createReferenceLock(driver);
+  // Each series must measure what it names: the reference's win always wins (it released the lock
+  // the time before), its loser always loses (the lock 'held' is kept by 'holder').
   const referenceWin = async () => {
-    if (await reference.acquire('win', 'bench')) await reference.release('win', 'bench');
+    if (!(await reference.acquire('win', 'bench'))) throw new Error('cronguard bench: the reference lost a win it should have won');
+    await reference.release('win', 'bench');
   };
-  await reference.acquire('held', 'holder');
   const win = await interleaved(iterations, runsThatAre('won', guard, { name: 'win', lockAtMostFor: '1m' }), referenceWin);
   const withoutHistory = createGuard({
     database: driver.guardDatabase,
@@ -197,9 +199,11 @@ export async function againstReference(driver: BenchDriver, guard: Guard, iterat
   const withoutHistoryJob = { name: 'win-without-history', lockAtMostFor: '1m' };
   const bare = await interleaved(iterations, runsThatAre('won', withoutHistory, withoutHistoryJob), referenceWin);
   await withoutHistory.close();
-  const lose = await interleaved(iterations, runsThatAre('lost', guard, { name: 'held', lockAtMostFor: '1m' }), () =>
-    reference.acquire('held', 'bench'),
-  );
+  // Taken just before its series: the reference holds a lock 60 s.
+  if (!(await reference.acquire('held', 'holder'))) throw new Error("cronguard bench: the reference's holder could not take 'held'");
+  const lose = await interleaved(iterations, runsThatAre('lost', guard, { name: 'held', lockAtMostFor: '1m' }), async () => {
+    if (await reference.acquire('held', 'bench')) throw new Error('cronguard bench: the reference won a lock another holder keeps');
+  });
   return {
     win: { guard: win.a, reference: win.b, ratio: win.ratio },
     withoutHistoryWin: { guard: bare.a, reference: bare.b, ratio: bare.ratio },
