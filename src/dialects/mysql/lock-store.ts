@@ -326,6 +326,14 @@ export function mysqlTakeCaller(
   // The statement texts are the same for any number of jobs: prepared once per connection.
   const callSql = statements.acquireText(`CALL \`${takeProcedureName(tables)}\`(?, ?, ?)`);
   const statesSql = takeStatesSql(tables, '?');
+  // After a lost connection, the same read as a locking read: the lost call may still be running
+  // on the server (its answer's first bytes, the states, leave before its COMMIT), and a plain read
+  // then sees the rows as they were before it, though it commits a moment later: its jobs, counted
+  // lost, would stay locked until lockAtMostFor with runs that never started. A shared lock waits
+  // for the call's row locks, so the read answers once the call has committed or rolled back
+  // (bounded by innodb_lock_wait_timeout: acquireTimeout on the guard's own pools, connection.ts).
+  // Valid on MySQL 8.0 and MariaDB.
+  const settledStatesSql = `${statesSql} LOCK IN SHARE MODE`;
   const statesOf = (wanted: readonly Wanted[], rows: readonly unknown[]): Map<Wanted, RowState> => {
     const states = new Map<Wanted, RowState>();
     for (const { i, state } of rows as { i: number | bigint | string; state: RowState }[]) {
@@ -350,8 +358,10 @@ export function mysqlTakeCaller(
         m: Math.round(one.job.lockAtMostForMs),
       })),
     );
-    // Each row's state read back after the call (a plain read, on any connection of the pool).
-    const readBack = async (): Promise<Map<Wanted, RowState>> => statesOf(wanted, (await statements.run(statesSql, [requests])).rows);
+    // Each row's state read back after the call, on any connection of the pool: by default a
+    // plain read (the call has ended); settledStatesSql when it may still be running.
+    const readBack = async (readSql = statesSql): Promise<Map<Wanted, RowState>> =>
+      statesOf(wanted, (await statements.run(readSql, [requests])).rows);
     let rows: unknown[];
     try {
       ({ rows } = await statements.call(callSql, [requests, lockedBy, history ? 1 : 0]));
@@ -367,11 +377,11 @@ export function mysqlTakeCaller(
       // Another error the server answered (a lock wait timeout, a refused row): the
       // procedure rolled back, nothing was taken. But a call whose connection dropped (mysql2
       // marks that error `fatal`) may have committed and lost only its answer: then its rows hold
-      // this call's tokens, and those jobs are won, their run rows written. A plain read on
-      // another connection tells (the call is one transaction: all its takes, or none). When none
-      // is this call's, it took nothing: the error stands, and each job goes alone.
+      // this call's tokens, and those jobs are won, their run rows written. A locking read on
+      // another connection tells, once the call has ended (the call is one transaction: all its
+      // takes, or none). When none is this call's, it took nothing: the error stands, and each job goes alone.
       if ((error as { fatal?: unknown }).fatal !== true) throw error;
-      const states = await readBack().catch(() => undefined);
+      const states = await readBack(settledStatesSql).catch(() => undefined);
       if (states === undefined || ![...states.values()].includes('mine')) throw error;
       return states;
     }
