@@ -33,7 +33,17 @@ function packetReader(onPacket: (sequence: number, payload: Buffer) => void): (c
   };
 }
 
-export async function startReplyDropper(serverUrl: string): Promise<ReplyDropper> {
+/** Options of `startReplyDropper`. */
+export interface ReplyDropperOptions {
+  /**
+   * Keep the server's side of a dropped connection open (what it sends is thrown away) until
+   * `close()`: the client has lost its connection, the server has not noticed. MariaDB rolls back a
+   * statement waiting for a lock once it finds its client gone; this keeps such a wait waiting.
+   */
+  readonly keepServerSide?: boolean;
+}
+
+export async function startReplyDropper(serverUrl: string, { keepServerSide = false }: ReplyDropperOptions = {}): Promise<ReplyDropper> {
   const target = new URL(serverUrl);
   let matches: ((sql: string) => boolean) | undefined;
   let dropped = 0;
@@ -64,24 +74,32 @@ export async function startReplyDropper(serverUrl: string): Promise<ReplyDropper
       readClient(chunk);
       server.write(chunk);
     });
+    let serverKept = false;
     server.on('data', (chunk: Buffer) => {
+      if (serverKept) return;
       readServer(chunk);
       if (dropNextReply) {
         dropped += 1;
+        serverKept = keepServerSide;
         client.destroy();
-        server.destroy();
+        if (!serverKept) server.destroy();
         return;
       }
       client.write(chunk);
     });
     const close = (): void => {
       client.destroy();
-      server.destroy();
       sockets.delete(client);
+      if (serverKept) return;
+      server.destroy();
       sockets.delete(server);
     };
+    const serverGone = (): void => {
+      serverKept = false;
+      close();
+    };
     client.on('close', close).on('error', close);
-    server.on('close', close).on('error', close);
+    server.on('close', serverGone).on('error', serverGone);
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   const address = proxy.address();

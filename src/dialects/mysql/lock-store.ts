@@ -3,7 +3,7 @@ import type { NamedStatement } from '../common/named-parameters.js';
 import { quotedTable } from '../common/quote.js';
 import type { AcquireOutcome, AcquireRequest, LockStore, LockStoreSettings, RunOutcome, TableNames } from '../../core/dialect.js';
 import type { ResolvedJob } from '../../core/job-options.js';
-import { mysqlBatchAcquirer, lossOf, type RowState, type Wanted, micros } from './batch-acquire.js';
+import { mysqlBatchAcquirer, lossOf } from './batch-acquire.js';
 import { mysqlBatchReleaser } from './batch-release.js';
 import {
   DUPLICATE_KEY,
@@ -18,10 +18,9 @@ import {
   type TakeValues,
   type TokenOfJob,
   type TriggerValues,
-  type LockStatements,
 } from './statements.js';
 import { isDeadlock, unlessConflicted } from './driver-errors.js';
-import { takeProcedureName, takeStatesSql } from './schema.js';
+import { mysqlTakeCaller } from './take-procedure-call.js';
 
 /**
  * The MySQL/MariaDB lock statements, built once per guard. Valid on MySQL 8.0 and MariaDB 10.11.
@@ -299,99 +298,4 @@ VALUES (:token, :name, :slot, 'skipped', :lockedBy, UTC_TIMESTAMP(3), UTC_TIMEST
     ...(statements.cancelAcquires === undefined ? {} : { cancelAcquires: statements.cancelAcquires }),
   };
   return store;
-}
-
-/** ER_SP_DOES_NOT_EXIST (tables not migrated to 006), ER_PROCACCESS_DENIED_ERROR (no EXECUTE grant). */
-const PROCEDURE_UNAVAILABLE = new Set([1305, 1370]);
-/** After the procedure was found unavailable, how long batches take their locks without it before trying it again. */
-const UNAVAILABLE_RECHECK_MS = 60_000;
-
-/**
- * The take of a batch in one round trip: one CALL of the take procedure (schema.ts) with
- * the batch as one JSON value. Answers each acquire's row state after the take (`mine`: won), or
- * undefined when the call cannot be made, so that the batch takes its locks with its four
- * statements instead: tables not migrated to 006 or no EXECUTE grant (then not tried again for a
- * minute), or acquires made under different `lockedBy` names (one guard's never are).
- * After a lost connection, and after an answer that does not give every acquire's state, the rows
- * are read back: a call that committed and lost only its answer keeps its wins. After an error the
- * server answered, it took nothing (the procedure rolled back): the error stands, and the guard
- * sends each acquire alone; but a deadlock that outlasted its attempts is a lost race, answered
- * from the rows read back.
- */
-export function mysqlTakeCaller(
-  tables: TableNames,
-  history: boolean,
-  statements: LockStatements,
-): (wanted: readonly Wanted[]) => Promise<Map<Wanted, RowState> | undefined> {
-  // The statement texts are the same for any number of jobs: prepared once per connection.
-  const callSql = statements.acquireText(`CALL \`${takeProcedureName(tables)}\`(?, ?, ?)`);
-  const statesSql = takeStatesSql(tables, '?');
-  // After a lost connection, the same read as a locking read: the lost call may still be running
-  // on the server (its answer's first bytes, the states, leave before its COMMIT), and a plain read
-  // then sees the rows as they were before it, though it commits a moment later: its jobs, counted
-  // lost, would stay locked until lockAtMostFor with runs that never started. A shared lock waits
-  // for the call's row locks, so the read answers once the call has committed or rolled back
-  // (bounded by innodb_lock_wait_timeout: acquireTimeout on the guard's own pools, connection.ts).
-  // Valid on MySQL 8.0 and MariaDB.
-  const settledStatesSql = `${statesSql} LOCK IN SHARE MODE`;
-  const statesOf = (wanted: readonly Wanted[], rows: readonly unknown[]): Map<Wanted, RowState> => {
-    const states = new Map<Wanted, RowState>();
-    for (const { i, state } of rows as { i: number | bigint | string; state: RowState }[]) {
-      const one = wanted[Number(i) - 1];
-      if (one !== undefined) states.set(one, state);
-    }
-    return states;
-  };
-  let unavailableUntil = Number.NEGATIVE_INFINITY;
-  return async (wanted) => {
-    const [first] = wanted;
-    if (first === undefined || performance.now() < unavailableUntil) return undefined;
-    const lockedBy = first.request.lockedBy;
-    if (wanted.some(({ request }) => request.lockedBy !== lockedBy)) return undefined;
-    // Names are well-formed text without NUL (job-options.ts): JSON carries them as they are.
-    const requests = JSON.stringify(
-      wanted.map((one) => ({
-        n: one.job.name,
-        t: one.request.token,
-        ...(one.slot === null ? {} : { s: one.slot }),
-        u: micros(one),
-        m: Math.round(one.job.lockAtMostForMs),
-      })),
-    );
-    // Each row's state read back after the call, on any connection of the pool: by default a
-    // plain read (the call has ended); settledStatesSql when it may still be running.
-    const readBack = async (readSql = statesSql): Promise<Map<Wanted, RowState>> =>
-      statesOf(wanted, (await statements.run(readSql, [requests])).rows);
-    let rows: unknown[];
-    try {
-      ({ rows } = await statements.call(callSql, [requests, lockedBy, history ? 1 : 0]));
-    } catch (error) {
-      if (PROCEDURE_UNAVAILABLE.has((error as { errno?: unknown }).errno as number)) {
-        unavailableUntil = performance.now() + UNAVAILABLE_RECHECK_MS;
-        return undefined;
-      }
-      // A deadlock that outlasted the attempts (driver-errors.ts): other sessions kept writing these
-      // rows, the call took nothing; the rows say why each lost (a row still `free` here is one
-      // whose winner's write this node has not applied yet: a loss too).
-      if (isDeadlock(error)) return readBack().catch(() => Promise.reject(error));
-      // Another error the server answered (a lock wait timeout, a refused row): the
-      // procedure rolled back, nothing was taken. But a call whose connection dropped (mysql2
-      // marks that error `fatal`) may have committed and lost only its answer: then its rows hold
-      // this call's tokens, and those jobs are won, their run rows written. A locking read on
-      // another connection tells, once the call has ended (the call is one transaction: all its
-      // takes, or none). When none is this call's, it took nothing: the error stands, and each job goes alone.
-      if ((error as { fatal?: unknown }).fatal !== true) throw error;
-      const states = await readBack(settledStatesSql).catch(() => undefined);
-      if (states === undefined || ![...states.values()].includes('mine')) throw error;
-      return states;
-    }
-    // A CALL answers the rows of its SELECT, then its own status. An answer of another shape (a
-    // driver or server that answers a CALL otherwise) would leave jobs this call took without a
-    // state, counted lost while their rows hold this call's tokens (locked until lockAtMostFor,
-    // the slot done on every replica): the rows are read back instead, as after a lost answer.
-    const [answered] = rows;
-    const states = statesOf(wanted, Array.isArray(answered) ? answered : []);
-    if (states.size === wanted.length) return states;
-    return readBack();
-  };
 }

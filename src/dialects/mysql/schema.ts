@@ -227,15 +227,21 @@ END`;
 /**
  * What each request's lock row says, by its position in the JSON array `requests` (an SQL
  * expression: the procedure's parameter, or `?`): the batch probe's CASE (batch-acquire.ts) plus
- * `mine` (the request's token: a win). A plain read. The procedure ends with it; lock-store.ts
- * sends it alone after a call whose answer was lost.
+ * `mine` (the request's token: a win). A plain read: the procedure ends with it, and lock-store.ts
+ * sends it alone after a call that ended without giving every state (a deadlock, an answer of
+ * another shape).
+ * `locking`: the read lock-store.ts sends after a call whose connection was lost, which may still
+ * be committing: `LOCK IN SHARE MODE` waits for the row locks that call holds. Each lock row by
+ * its primary key (FORCE INDEX: on a small table the optimizer would rather scan, share-locking every
+ * row), in the order of the array, which the caller sorts by name as the takes lock theirs.
+ * The procedure's text (the plain read) is unchanged by it.
  */
-export function takeStatesSql(tables: TableNames, requests: string): string {
+export function takeStatesSql(tables: TableNames, requests: string, { locking = false } = {}): string {
   return `SELECT j.i, CASE WHEN l.name IS NULL THEN 'missing' WHEN l.token = j.token THEN 'mine'
               WHEN l.paused_at IS NOT NULL AND (l.paused_until IS NULL OR l.paused_until > UTC_TIMESTAMP(3)) THEN 'paused'
               WHEN l.last_slot >= j.slot THEN 'slot-done' WHEN l.lock_until > UTC_TIMESTAMP(3) THEN 'locked' ELSE 'free' END AS state
     FROM ${requestRows(requests)}
-    LEFT JOIN \`${tables.locks}\` l ON l.name = j.name`;
+    LEFT JOIN \`${tables.locks}\` l${locking ? ' FORCE INDEX (PRIMARY)' : ''} ON l.name = j.name${locking ? ' LOCK IN SHARE MODE' : ''}`;
 }
 
 /** Access denied: to the database (1044), a table (1142), a privilege such as CREATE ROUTINE (1227), a routine (1370). */
