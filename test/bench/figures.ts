@@ -115,7 +115,9 @@ export async function measureDialect(driver: BenchDriver, iterations: number): P
   await oldGuard.migrate();
   const oldHolder = oldRelease.createGuard({ database: driver.guardDatabase, tablePrefix: 'bench_old_', logger: quiet });
   await oldHolder.run({ name: 'held', lockAtMostFor: '1h', lockAtLeastFor: '1h' }, noop);
-  const beforeControls = await interleaved(iterations, runsThatAre('lost', guard, loseJob), () => oldGuard.run(loseJob, noop));
+  const beforeControls = await interleaved(iterations, runsThatAre('lost', guard, loseJob), async () => {
+    if ((await oldGuard.run(loseJob, noop)).executed) throw new Error('cronguard bench: the 0.1.0 loser won a lock its holder keeps');
+  });
   await oldGuard.close();
   await oldHolder.close();
   const walBytesPerAttempt = driver.dialect === 'postgres' ? await walPerAttempt(driver, guard, loseJob, iterations) : null;
@@ -252,7 +254,8 @@ async function walPerAttempt(
     return result.rows[0]?.lsn ?? '0/0';
   };
   const before = await lsn();
-  for (let i = 0; i < attempts; i += 1) await guard.run(job, noop);
+  const lost = runsThatAre('lost', guard, job);
+  for (let i = 0; i < attempts; i += 1) await lost();
   const after = await lsn();
   const diff = (await driver.kysely.executeQuery(
     CompiledQuery.raw('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes', [after, before]),
