@@ -36,7 +36,8 @@ const slotColumn: BoundColumn = { alias: 'slot', value: 'CAST(? AS DATETIME(3))'
 // A token as bytes: compared with the token column byte for byte (tokens are ASCII), with no collation to mix.
 const tokenColumn: BoundColumn = { alias: 'token', value: 'CAST(? AS BINARY)' };
 const atMostColumn: BoundColumn = { alias: 'at_most_ms', value: 'CAST(? AS SIGNED)' };
-const byName = byNameBytes<Wanted>(({ job }) => job.name);
+/** Acquires in the order their lock rows are locked: by name, as bytes (the server's VARBINARY order). */
+export const byName = byNameBytes<Wanted>(({ job }) => job.name);
 
 /**
  * `LockStore.acquireMany` on MySQL/MariaDB: the acquires of one turn of the event loop as one probe

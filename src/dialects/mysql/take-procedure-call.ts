@@ -1,10 +1,8 @@
 import type { TableNames } from '../../core/dialect.js';
-import { micros, type RowState, type Wanted } from './batch-acquire.js';
+import { byName, micros, type RowState, type Wanted } from './batch-acquire.js';
 import { isDeadlock } from './driver-errors.js';
 import { takeProcedureName, takeStatesSql } from './schema.js';
-import { byNameBytes, type LockStatements } from './statements.js';
-
-const byName = byNameBytes<Wanted>(({ job }) => job.name);
+import type { LockStatements } from './statements.js';
 
 /** ER_SP_DOES_NOT_EXIST (tables not migrated to 006), ER_PROCACCESS_DENIED_ERROR (no EXECUTE grant). */
 const PROCEDURE_UNAVAILABLE = new Set([1305, 1370]);
